@@ -1,0 +1,28 @@
+# Sourced by contrib/m2g-demo and contrib/m2g-check: install what is
+# missing, then configure and build m2g out of tree in $M2G_BUILDDIR
+# (default <repo>/build). Defines m2g_build; exits through `die` on error.
+
+M2G_TOP=${M2G_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+M2G_BUILDDIR=${M2G_BUILDDIR:-$M2G_TOP/build}
+export M2G_BUILDDIR
+# ../shared/data beside the repository (CI lays it at the same place).
+M2G_DATA=${M2G_DATA:-$(cd "$M2G_TOP/.." && pwd)/shared/data}
+export M2G_DATA
+
+# m2g_build LOG: bootstrap, autogen, configure (once), make. Output to LOG.
+m2g_build() {
+  local log=$1 slurm_src
+  slurm_src=$("$M2G_TOP/contrib/m2g-bootstrap") || return 1
+  {
+    if [ ! -x "$M2G_TOP/configure" ] || [ "$M2G_TOP/configure.ac" -nt "$M2G_TOP/configure" ] ||
+       [ "$M2G_TOP/Makefile.am" -nt "$M2G_TOP/Makefile.in" ]; then
+      (cd "$M2G_TOP" && ./autogen.sh)
+    fi
+    mkdir -p "$M2G_BUILDDIR"
+    cd "$M2G_BUILDDIR" || return 1
+    if [ ! -f Makefile ] || [ "$M2G_TOP/configure" -nt config.status ]; then
+      "$M2G_TOP/configure" --with-slurm-source="$slurm_src" --enable-werror
+    fi
+    make -j2
+  } >"$log" 2>&1
+}

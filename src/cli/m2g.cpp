@@ -1,0 +1,129 @@
+// m2g: the command over the core. Works without a running Slurm.
+//
+//   m2g topology validate FILE
+//   m2g topology show FILE
+//   m2g topology export --format=tree|block FILE
+//   m2g topology import-slurm [--gpus-per-node N] [--leaf-as-domain] FILE
+//   m2g topology locate FILE HOSTLIST
+//
+// Exit status: 0 success, 1 the input is wrong (message on stderr), 2 usage.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "m2g_config.h"
+#include "topology/config.hpp"
+#include "topology/error.hpp"
+#include "topology/export.hpp"
+#include "topology/hostlist.hpp"
+#include "topology/span.hpp"
+
+namespace {
+
+constexpr int kExitInput = 1;
+
+// Write to stdout, or to FILE when -o FILE was given.
+void emit(const std::string& text, const std::string& output)
+{
+    if (output.empty() || output == "-") {
+        std::cout << text;
+        return;
+    }
+    std::ofstream out(output, std::ios::trunc);
+    if (!out || !(out << text) || !out.flush())
+        throw m2g::Error(output + ": cannot write");
+}
+
+void print_warnings(const std::vector<std::string>& warnings, const std::string& file)
+{
+    for (const auto& w : warnings)
+        std::cerr << "m2g: warning: " << file << ": " << w << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    CLI::App app{"m2g: NVLink-, fabric- and power-aware scheduling for Slurm GPU clusters", "m2g"};
+    app.set_version_flag("--version", std::string("m2g ") + PACKAGE_VERSION);
+    app.require_subcommand(1);
+
+    auto* topo = app.add_subcommand("topology", "Validate, show, export and import cluster topology (m2g.conf)");
+    topo->require_subcommand(1);
+
+    std::string file, output, format = "tree";
+    int gpus_per_node = 0;
+    bool leaf_as_domain = false;
+
+    auto* validate = topo->add_subcommand("validate", "Check an m2g.conf; print file:line errors");
+    validate->add_option("FILE", file, "m2g.conf to check")->required();
+
+    auto* show = topo->add_subcommand("show", "Print the topology as a tree with node and GPU counts per level");
+    show->add_option("FILE", file, "m2g.conf to show")->required();
+
+    auto* exp = topo->add_subcommand("export", "Write Slurm's topology.conf from an m2g.conf");
+    exp->add_option("--format", format, "tree: topology/tree (22.05+); block: topology/block (23.11+)")
+        ->check(CLI::IsMember({"tree", "block"}));
+    exp->add_option("-o,--output", output, "write to this file instead of standard output");
+    exp->add_option("FILE", file, "m2g.conf to export")->required();
+
+    auto* imp = topo->add_subcommand("import-slurm", "Convert a Slurm topology/tree topology.conf into m2g.conf");
+    imp->add_option("--gpus-per-node", gpus_per_node, "GPUs to declare on every imported node")
+        ->check(CLI::Range(0, 1024));
+    imp->add_flag("--leaf-as-domain", leaf_as_domain,
+                  "switches with Nodes= become NVLink domains (as `m2g topology export` writes them)");
+    imp->add_option("-o,--output", output, "write to this file instead of standard output");
+    imp->add_option("FILE", file, "topology.conf to import")->required();
+
+    std::string hostlist;
+    auto* locate = topo->add_subcommand("locate", "Say which NVLink domains and switches a set of nodes uses");
+    locate->add_option("FILE", file, "m2g.conf")->required();
+    locate->add_option("HOSTLIST", hostlist, "nodes, as a Slurm hostlist (e.g. a job's NodeList)")->required();
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // Help and version exit 0; every usage error exits 2.
+        return app.exit(e) == 0 ? 0 : 2;
+    }
+
+    try {
+        std::vector<std::string> warnings;
+        if (*validate) {
+            m2g::Model m = m2g::load_model(file, &warnings);
+            print_warnings(warnings, file);
+            std::cout << file << ": ok: " << m.nodes.size() << " nodes, " << m.total_gpus() << " GPUs, "
+                      << m.domains.size() << " NVLink domains, " << m.switches.size() << " switches, "
+                      << m.fault_domains.size() << " fault domains\n";
+        } else if (*show) {
+            m2g::Model m = m2g::load_model(file, &warnings);
+            print_warnings(warnings, file);
+            std::cout << m2g::render_tree(m);
+        } else if (*exp) {
+            m2g::Model m = m2g::load_model(file, &warnings);
+            print_warnings(warnings, file);
+            emit(format == "block" ? m2g::export_slurm_block(m) : m2g::export_slurm_tree(m), output);
+        } else if (*imp) {
+            m2g::SlurmImportOptions opts;
+            opts.gpus_per_node = gpus_per_node;
+            opts.leaf_as_domain = leaf_as_domain;
+            m2g::ConfigSpec spec = m2g::parse_slurm_topology_conf(m2g::read_text_file(file), file, opts);
+            m2g::Model m = m2g::build_model(spec, &warnings);
+            print_warnings(warnings, file);
+            emit(m2g::write_m2g_conf(m), output);
+        } else if (*locate) {
+            m2g::Model m = m2g::load_model(file, &warnings);
+            print_warnings(warnings, file);
+            const std::vector<std::string> nodes = m2g::hostlist_expand(hostlist);
+            std::cout << m2g::describe(m, m2g::span_of(m, nodes), nodes.size()) << "\n";
+        }
+    } catch (const std::exception& e) {
+        std::cerr << "m2g: " << e.what() << "\n";
+        return kExitInput;
+    }
+    return 0;
+}

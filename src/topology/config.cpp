@@ -1,0 +1,743 @@
+// m2g core: m2g.conf and topology.conf readers, and model validation.
+#include "topology/config.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "topology/error.hpp"
+#include "topology/hostlist.hpp"
+#include "topology/well_known.hpp"
+
+namespace m2g {
+
+std::string SourceLoc::str() const
+{
+    return file + ":" + std::to_string(line);
+}
+
+std::string read_text_file(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw Error(path + ": cannot open: " + std::strerror(errno));
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (in.bad())
+        throw Error(path + ": read error");
+    return ss.str();
+}
+
+namespace {
+
+std::string lower(std::string_view s)
+{
+    std::string out(s);
+    for (auto& c : out)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+// One Key=Value pair of a line, with the key as the user wrote it.
+struct Pair {
+    std::string key;
+    std::string value;
+};
+
+struct Line {
+    SourceLoc loc;
+    std::vector<Pair> pairs;
+};
+
+// Split text into logical lines of Key=Value pairs. Handles '#' comments
+// (a "\#" is a literal '#'), '\' line continuation and blank lines, as
+// Slurm's own parser does.
+std::vector<Line> tokenize(std::string_view text, const std::string& file)
+{
+    std::vector<Line> lines;
+    int lineno = 0;
+    size_t pos = 0;
+    std::string logical;
+    int logical_start = 0;
+    while (pos <= text.size()) {
+        size_t eol = text.find('\n', pos);
+        if (eol == std::string_view::npos)
+            eol = text.size();
+        std::string_view raw = text.substr(pos, eol - pos);
+        pos = eol + 1;
+        ++lineno;
+        if (!raw.empty() && raw.back() == '\r')
+            raw.remove_suffix(1);
+        // Strip comment.
+        std::string stripped;
+        for (size_t i = 0; i < raw.size(); ++i) {
+            if (raw[i] == '\\' && i + 1 < raw.size() && raw[i + 1] == '#') {
+                stripped += '#';
+                ++i;
+            } else if (raw[i] == '#') {
+                break;
+            } else {
+                stripped += raw[i];
+            }
+        }
+        if (logical.empty())
+            logical_start = lineno;
+        bool cont = false;
+        size_t end = stripped.find_last_not_of(" \t");
+        if (end != std::string::npos && stripped[end] == '\\') {
+            cont = true;
+            stripped.erase(end);
+        }
+        logical += stripped;
+        logical += ' ';
+        if (cont && pos <= text.size())
+            continue;
+
+        Line line;
+        line.loc = {file, logical_start};
+        std::istringstream words(logical);
+        std::string word;
+        while (words >> word) {
+            size_t eq = word.find('=');
+            if (eq == std::string::npos || eq == 0)
+                throw ParseError(line.loc.str() + ": expected Key=Value, found \"" + word + "\"");
+            line.pairs.push_back({word.substr(0, eq), word.substr(eq + 1)});
+        }
+        if (!line.pairs.empty())
+            lines.push_back(std::move(line));
+        logical.clear();
+        if (eol == text.size())
+            break;
+    }
+    return lines;
+}
+
+// The keys one kind of line accepts, with their canonical spelling.
+struct LineKind {
+    const char* head;
+    std::vector<const char*> keys;
+};
+
+template <typename List>
+std::string join(const List& v)
+{
+    std::string out;
+    for (const char* s : v) {
+        if (!out.empty())
+            out += ", ";
+        out += s;
+    }
+    return out;
+}
+
+int parse_integer(const SourceLoc& loc, const char* key, const std::string& v, int min, int max)
+{
+    char* end = nullptr;
+    errno = 0;
+    long n = std::strtol(v.c_str(), &end, 10);
+    if (errno || end == v.c_str() || *end || n < min || n > max)
+        throw ParseError(loc.str() + ": " + key + "=" + v + " is not valid; expected a whole number from " +
+                         std::to_string(min) + " to " + std::to_string(max));
+    return static_cast<int>(n);
+}
+
+double parse_number(const SourceLoc& loc, const char* key, const std::string& v)
+{
+    char* end = nullptr;
+    errno = 0;
+    double d = std::strtod(v.c_str(), &end);
+    if (errno || end == v.c_str() || *end || !std::isfinite(d) || d < 0 || d > 1e12)
+        throw ParseError(loc.str() + ": " + key + "=" + v +
+                         " is not valid; expected a non-negative number such as 400 or 12.5");
+    return d;
+}
+
+// Values of one line by canonical key, after checking every key is known
+// and given once.
+class Fields {
+  public:
+    Fields(const Line& line, const LineKind& kind) : loc_(line.loc)
+    {
+        for (size_t i = 1; i < line.pairs.size(); ++i) {
+            const Pair& p = line.pairs[i];
+            const char* canon = nullptr;
+            for (const char* k : kind.keys)
+                if (lower(k) == lower(p.key))
+                    canon = k;
+            if (!canon)
+                throw ParseError(loc_.str() + ": unknown key '" + p.key + "' in a " + kind.head +
+                                 " line; accepted keys: " + join(kind.keys));
+            if (values_.count(canon))
+                throw ParseError(loc_.str() + ": key " + canon + " given twice");
+            if (p.value.empty())
+                throw ParseError(loc_.str() + ": " + canon + "= needs a value");
+            values_[canon] = p.value;
+        }
+    }
+
+    bool has(const char* key) const { return values_.count(key) != 0; }
+
+    std::string str(const char* key) const
+    {
+        auto it = values_.find(key);
+        return it == values_.end() ? std::string() : it->second;
+    }
+
+    int integer(const char* key, int def, int min, int max) const
+    {
+        auto it = values_.find(key);
+        return it == values_.end() ? def : parse_integer(loc_, key, it->second, min, max);
+    }
+
+    double number(const char* key) const
+    {
+        auto it = values_.find(key);
+        return it == values_.end() ? 0 : parse_number(loc_, key, it->second);
+    }
+
+    std::vector<std::string> hostlist(const char* key) const
+    {
+        auto it = values_.find(key);
+        if (it == values_.end())
+            return {};
+        try {
+            return hostlist_expand(it->second);
+        } catch (const ParseError& e) {
+            throw ParseError(loc_.str() + ": " + key + "=: " + e.what());
+        }
+    }
+
+  private:
+    SourceLoc loc_;
+    std::map<std::string, std::string> values_;
+};
+
+const LineKind kNodeLine{kw::kNodeName, {kw::kGpus, kw::kNics, kw::kNicGbps}};
+const LineKind kDomainLine{kw::kDomainName, {kw::kNodes, kw::kSize, kw::kNVLinkGbps, kw::kPowerBudgetKW}};
+const LineKind kSwitchLine{kw::kSwitchName,
+                           {kw::kLevel, kw::kLinkGbps, kw::kSwitches, kw::kDomains, kw::kNodes}};
+const LineKind kFaultLine{kw::kFaultDomain, {kw::kType, kw::kNodes, kw::kDomains, kw::kPowerBudgetKW}};
+const std::vector<const char*> kGlobalKeys{kw::kClusterName, kw::kSitePowerBudgetKW};
+const std::vector<const char*> kLineHeads{kw::kNodeName, kw::kDomainName, kw::kSwitchName, kw::kFaultDomain};
+
+std::string single_name(const Line& line, const char* head)
+{
+    const std::string& v = line.pairs[0].value;
+    if (v.empty())
+        throw ParseError(line.loc.str() + ": " + head + "= needs a name");
+    if (v.find_first_of("[],") != std::string::npos)
+        throw ParseError(line.loc.str() + ": " + head + "=" + v +
+                         ": one name per line (hostlist expressions are accepted only in NodeName, Nodes, "
+                         "Domains and Switches)");
+    return v;
+}
+
+}  // namespace
+
+ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
+{
+    ConfigSpec spec;
+    std::set<std::string> globals_seen;
+    for (const Line& line : tokenize(text, file)) {
+        const std::string head = lower(line.pairs[0].key);
+        if (head == lower(kw::kNodeName)) {
+            Fields f(line, kNodeLine);
+            NodeSpec n;
+            n.loc = line.loc;
+            try {
+                n.names = hostlist_expand(line.pairs[0].value);
+            } catch (const ParseError& e) {
+                throw ParseError(line.loc.str() + ": NodeName=: " + e.what());
+            }
+            n.gpus = f.integer(kw::kGpus, 0, 0, 1024);
+            n.nics = f.integer(kw::kNics, 0, 0, 1024);
+            n.nic_gbps = f.number(kw::kNicGbps);
+            spec.nodes.push_back(std::move(n));
+        } else if (head == lower(kw::kDomainName)) {
+            Fields f(line, kDomainLine);
+            DomainSpec d;
+            d.loc = line.loc;
+            d.name = single_name(line, kw::kDomainName);
+            if (!f.has(kw::kNodes))
+                throw ParseError(line.loc.str() + ": DomainName=" + d.name + " needs Nodes=<hostlist>");
+            d.nodes = f.hostlist(kw::kNodes);
+            d.size = f.integer(kw::kSize, 0, 1, 1000000);
+            d.nvlink_gbps = f.number(kw::kNVLinkGbps);
+            d.power_budget_kw = f.number(kw::kPowerBudgetKW);
+            spec.domains.push_back(std::move(d));
+        } else if (head == lower(kw::kSwitchName)) {
+            Fields f(line, kSwitchLine);
+            SwitchSpec s;
+            s.loc = line.loc;
+            s.name = single_name(line, kw::kSwitchName);
+            s.level = lower(f.str(kw::kLevel));
+            if (!s.level.empty() && s.level != "leaf" && s.level != "spine" && s.level != "core")
+                throw ParseError(line.loc.str() + ": Level=" + f.str(kw::kLevel) +
+                                 " is not valid; expected leaf, spine or core");
+            s.link_gbps = f.number(kw::kLinkGbps);
+            int kinds = f.has(kw::kSwitches) + f.has(kw::kDomains) + f.has(kw::kNodes);
+            if (kinds != 1)
+                throw ParseError(line.loc.str() + ": SwitchName=" + s.name +
+                                 " needs exactly one of Switches=, Domains= or Nodes= (its children)");
+            s.switches = f.hostlist(kw::kSwitches);
+            s.domains = f.hostlist(kw::kDomains);
+            s.nodes = f.hostlist(kw::kNodes);
+            spec.switches.push_back(std::move(s));
+        } else if (head == lower(kw::kFaultDomain)) {
+            Fields f(line, kFaultLine);
+            FaultDomainSpec fd;
+            fd.loc = line.loc;
+            fd.name = single_name(line, kw::kFaultDomain);
+            fd.type = lower(f.str(kw::kType));
+            if (fd.type.empty())
+                throw ParseError(line.loc.str() + ": FaultDomain=" + fd.name + " needs Type=<" +
+                                 join(kw::kFaultDomainTypes) + ">");
+            if (std::none_of(kw::kFaultDomainTypes.begin(), kw::kFaultDomainTypes.end(),
+                             [&](const char* t) { return fd.type == t; }))
+                throw ParseError(line.loc.str() + ": Type=" + f.str(kw::kType) + " is not valid; expected one of " +
+                                 join(kw::kFaultDomainTypes));
+            if (!f.has(kw::kNodes) && !f.has(kw::kDomains))
+                throw ParseError(line.loc.str() + ": FaultDomain=" + fd.name + " needs Nodes= and/or Domains=");
+            fd.nodes = f.hostlist(kw::kNodes);
+            fd.domains = f.hostlist(kw::kDomains);
+            fd.power_budget_kw = f.number(kw::kPowerBudgetKW);
+            spec.fault_domains.push_back(std::move(fd));
+        } else {
+            // Global keys stand alone on their line.
+            const char* canon = nullptr;
+            for (const char* k : kGlobalKeys)
+                if (lower(k) == head)
+                    canon = k;
+            if (!canon)
+                throw ParseError(line.loc.str() + ": unknown key '" + line.pairs[0].key +
+                                 "'; a line starts with one of " + join(kLineHeads) + ", or is one of " +
+                                 join(kGlobalKeys));
+            if (line.pairs.size() != 1)
+                throw ParseError(line.loc.str() + ": " + canon + " stands alone on its line");
+            if (line.pairs[0].value.empty())
+                throw ParseError(line.loc.str() + ": " + canon + "= needs a value");
+            if (!globals_seen.insert(canon).second)
+                throw ParseError(line.loc.str() + ": " + canon + " is set twice");
+            const std::string& value = line.pairs[0].value;
+            if (canon == std::string(kw::kClusterName))
+                spec.cluster_name = value;
+            else
+                spec.site_power_budget_kw = parse_number(line.loc, canon, value);
+        }
+    }
+    return spec;
+}
+
+ConfigSpec read_m2g_conf(const std::string& path)
+{
+    return parse_m2g_conf(read_text_file(path), path);
+}
+
+namespace {
+
+// Name order as people expect it and Slurm sorts its node table without a
+// ranking: digit runs compare by value ("n9" < "n10"), then by length.
+bool natural_less(const std::string& a, const std::string& b)
+{
+    size_t i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+        const bool da = std::isdigit(static_cast<unsigned char>(a[i]));
+        const bool db = std::isdigit(static_cast<unsigned char>(b[j]));
+        if (da && db) {
+            size_t ei = i, ej = j;
+            while (ei < a.size() && std::isdigit(static_cast<unsigned char>(a[ei])))
+                ++ei;
+            while (ej < b.size() && std::isdigit(static_cast<unsigned char>(b[ej])))
+                ++ej;
+            std::string_view na(a.data() + i, ei - i), nb(b.data() + j, ej - j);
+            while (na.size() > 1 && na.front() == '0')
+                na.remove_prefix(1);
+            while (nb.size() > 1 && nb.front() == '0')
+                nb.remove_prefix(1);
+            if (na.size() != nb.size())
+                return na.size() < nb.size();
+            if (na != nb)
+                return na < nb;
+            if (ei - i != ej - j)
+                return ei - i < ej - j;
+            i = ei;
+            j = ej;
+        } else {
+            if (a[i] != b[j])
+                return a[i] < b[j];
+            ++i;
+            ++j;
+        }
+    }
+    return a.size() - i < b.size() - j;
+}
+
+}  // namespace
+
+ConfigSpec parse_slurm_topology_conf(std::string_view text, const std::string& file,
+                                     const SlurmImportOptions& opts)
+{
+    static const LineKind kTopoLine{"SwitchName", {"Switches", "Nodes", "LinkSpeed"}};
+    ConfigSpec spec;
+    std::vector<std::string> node_order;
+    std::set<std::string> node_seen;
+    for (const Line& line : tokenize(text, file)) {
+        if (lower(line.pairs[0].key) != "switchname")
+            throw ParseError(line.loc.str() + ": unknown key '" + line.pairs[0].key +
+                             "'; a topology/tree topology.conf line starts with SwitchName=");
+        Fields f(line, kTopoLine);
+        std::string name = single_name(line, "SwitchName");
+        if (f.has("Switches") == f.has("Nodes"))
+            throw ParseError(line.loc.str() + ": SwitchName=" + name + " needs exactly one of Switches= or Nodes=");
+        double gbps = f.has("LinkSpeed") ? f.integer("LinkSpeed", 0, 0, 2000000000) : 0;
+        std::vector<std::string> nodes = f.hostlist("Nodes");
+        for (const auto& n : nodes)
+            if (node_seen.insert(n).second)
+                node_order.push_back(n);
+        if (!nodes.empty() && opts.leaf_as_domain) {
+            DomainSpec d;
+            d.loc = line.loc;
+            d.name = name;
+            d.nodes = std::move(nodes);
+            spec.domains.push_back(std::move(d));
+            continue;
+        }
+        SwitchSpec s;
+        s.loc = line.loc;
+        s.name = name;
+        s.link_gbps = gbps;
+        s.switches = f.hostlist("Switches");
+        s.nodes = std::move(nodes);
+        spec.switches.push_back(std::move(s));
+    }
+    if (opts.leaf_as_domain) {
+        // Children that name a domain are domains, not switches.
+        std::set<std::string> domain_names;
+        for (const auto& d : spec.domains)
+            domain_names.insert(d.name);
+        for (auto& s : spec.switches) {
+            std::vector<std::string> sw;
+            for (auto& c : s.switches)
+                (domain_names.count(c) ? s.domains : sw).push_back(c);
+            if (!sw.empty() && !s.domains.empty())
+                throw ParseError(s.loc.str() + ": SwitchName=" + s.name +
+                                 " mixes NVLink domains and switches as children; m2g.conf needs one kind per "
+                                 "switch (import without --leaf-as-domain)");
+            s.switches = std::move(sw);
+        }
+    }
+    if (!node_order.empty()) {
+        // topology.conf lists switches in any order; declare nodes by name.
+        std::sort(node_order.begin(), node_order.end(), natural_less);
+        NodeSpec n;
+        n.loc = {file, 0};
+        n.names = std::move(node_order);
+        n.gpus = opts.gpus_per_node;
+        spec.nodes.push_back(std::move(n));
+    }
+    return spec;
+}
+
+namespace {
+
+// Index names declared by `items`, rejecting duplicates.
+template <typename Item>
+std::map<std::string, int, std::less<>> index_names(const std::vector<Item>& items, const char* what)
+{
+    std::map<std::string, int, std::less<>> idx;
+    for (size_t i = 0; i < items.size(); ++i) {
+        auto [it, inserted] = idx.emplace(items[i].name, static_cast<int>(i));
+        if (!inserted)
+            throw ValidationError(items[i].loc.str() + ": " + what + "=" + items[i].name + " is already defined at " +
+                                  items[it->second].loc.str());
+    }
+    return idx;
+}
+
+}  // namespace
+
+Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings)
+{
+    Model m;
+    m.cluster_name = spec.cluster_name;
+    m.site_power_budget_kw = spec.site_power_budget_kw;
+    auto warn = [&](std::string w) {
+        if (warnings)
+            warnings->push_back(std::move(w));
+    };
+
+    // Nodes.
+    std::vector<SourceLoc> node_loc;
+    for (const NodeSpec& ns : spec.nodes) {
+        for (const std::string& name : ns.names) {
+            auto [it, inserted] = m.node_index.emplace(name, static_cast<int>(m.nodes.size()));
+            if (!inserted)
+                throw ValidationError(ns.loc.str() + ": node " + name + " is already declared at " +
+                                      node_loc[it->second].str() + "; declare each node once");
+            Node n;
+            n.name = name;
+            n.gpus = ns.gpus;
+            n.nics = ns.nics;
+            n.nic_gbps = ns.nic_gbps;
+            m.nodes.push_back(std::move(n));
+            node_loc.push_back(ns.loc);
+        }
+    }
+    if (m.nodes.empty())
+        throw ValidationError("no nodes declared: add NodeName=<hostlist> lines");
+
+    auto node_ref = [&](const SourceLoc& loc, const std::string& owner, const std::string& name) {
+        int i = m.find_node(name);
+        if (i == kNone)
+            throw ValidationError(loc.str() + ": " + owner + " lists node " + name +
+                                  ", which no NodeName line declares");
+        return i;
+    };
+
+    // NVLink domains.
+    m.domain_index = index_names(spec.domains, kw::kDomainName);
+    for (const DomainSpec& ds : spec.domains) {
+        const int di = static_cast<int>(m.domains.size());
+        Domain d;
+        d.name = ds.name;
+        d.nvlink_gbps = ds.nvlink_gbps;
+        d.power_budget_kw = ds.power_budget_kw;
+        const std::string owner = std::string(kw::kDomainName) + "=" + ds.name;
+        for (const std::string& name : ds.nodes) {
+            int ni = node_ref(ds.loc, owner, name);
+            Node& n = m.nodes[ni];
+            if (n.domain == di)
+                throw ValidationError(ds.loc.str() + ": " + owner + " lists node " + name + " twice");
+            if (n.domain != kNone)
+                throw ValidationError(ds.loc.str() + ": node " + name + " is in " + owner + " and already in " +
+                                      kw::kDomainName + "=" + m.domains[n.domain].name + " (" +
+                                      spec.domains[n.domain].loc.str() + "); a node belongs to one NVLink domain");
+            n.domain = di;
+            d.nodes.push_back(ni);
+            d.gpus += n.gpus;
+        }
+        d.size = ds.size ? ds.size : static_cast<int>(d.nodes.size());
+        if (static_cast<int>(d.nodes.size()) > d.size)
+            throw ValidationError(ds.loc.str() + ": " + owner + " has " + std::to_string(d.nodes.size()) +
+                                  " nodes but Size=" + std::to_string(d.size) +
+                                  "; raise Size or move nodes to another domain");
+        m.domains.push_back(std::move(d));
+    }
+
+    // Switches: names, children, parents.
+    m.switch_index = index_names(spec.switches, kw::kSwitchName);
+    for (const SwitchSpec& ss : spec.switches) {
+        int di = m.find_domain(ss.name);
+        if (di != kNone)
+            throw ValidationError(ss.loc.str() + ": SwitchName=" + ss.name + " has the name of DomainName=" +
+                                  ss.name + " (" + spec.domains[di].loc.str() +
+                                  "); Slurm's topology needs one namespace for both");
+    }
+    m.switches.resize(spec.switches.size());
+    for (size_t si = 0; si < spec.switches.size(); ++si) {
+        const SwitchSpec& ss = spec.switches[si];
+        Switch& s = m.switches[si];
+        s.name = ss.name;
+        s.link_gbps = ss.link_gbps;
+        const std::string owner = std::string(kw::kSwitchName) + "=" + ss.name;
+        for (const std::string& c : ss.switches) {
+            int ci = m.find_switch(c);
+            if (ci == kNone)
+                throw ValidationError(ss.loc.str() + ": " + owner + " lists switch " + c +
+                                      ", which no SwitchName line defines");
+            if (ci == static_cast<int>(si))
+                throw ValidationError(ss.loc.str() + ": " + owner + " lists itself as a child");
+            Switch& child = m.switches[ci];
+            if (child.parent != kNone)
+                throw ValidationError(ss.loc.str() + ": switch " + c + " is a child of " + owner + " and of SwitchName=" +
+                                      m.switches[child.parent].name + " (" + spec.switches[child.parent].loc.str() +
+                                      "); the fabric must be a tree");
+            child.parent = static_cast<int>(si);
+            s.switches.push_back(ci);
+        }
+        for (const std::string& c : ss.domains) {
+            int ci = m.find_domain(c);
+            if (ci == kNone)
+                throw ValidationError(ss.loc.str() + ": " + owner + " lists domain " + c +
+                                      ", which no DomainName line defines");
+            Domain& d = m.domains[ci];
+            if (d.parent != kNone)
+                throw ValidationError(ss.loc.str() + ": domain " + c + " is attached to " + owner +
+                                      " and to SwitchName=" + m.switches[d.parent].name + " (" +
+                                      spec.switches[d.parent].loc.str() + "); a domain has one leaf switch");
+            d.parent = static_cast<int>(si);
+            s.domains.push_back(ci);
+        }
+        for (const std::string& c : ss.nodes) {
+            int ni = node_ref(ss.loc, owner, c);
+            Node& n = m.nodes[ni];
+            if (n.domain != kNone)
+                throw ValidationError(ss.loc.str() + ": node " + c + " is in DomainName=" + m.domains[n.domain].name +
+                                      "; attach the domain with Domains=, not its nodes with Nodes=");
+            if (n.leaf != kNone)
+                throw ValidationError(ss.loc.str() + ": node " + c + " is attached to " + owner +
+                                      " and to SwitchName=" + m.switches[n.leaf].name + " (" +
+                                      spec.switches[n.leaf].loc.str() + "); a node has one leaf switch");
+            n.leaf = static_cast<int>(si);
+            s.nodes.push_back(ni);
+        }
+    }
+
+    // Cycles: every switch must reach a root by following parents.
+    for (size_t si = 0; si < m.switches.size(); ++si) {
+        std::vector<int> path{static_cast<int>(si)};
+        std::set<int> seen{static_cast<int>(si)};
+        for (int p = m.switches[si].parent; p != kNone; p = m.switches[p].parent) {
+            path.push_back(p);
+            if (!seen.insert(p).second) {
+                std::string chain;
+                auto start = std::find(path.begin(), path.end(), p);
+                for (auto it = start; it != path.end(); ++it)
+                    chain += (chain.empty() ? "" : " -> ") + m.switches[*it].name;
+                // Parents point up, so the chain reads child -> parent.
+                throw ValidationError(spec.switches[p].loc.str() + ": switch cycle: " + chain +
+                                      "; the fabric must be a tree");
+            }
+        }
+    }
+
+    // Heights and levels, bottom up (memoised recursion, depth bounded by
+    // the switch count since cycles are excluded).
+    std::vector<int> height(m.switches.size(), -1);
+    std::function<int(int)> h = [&](int si) {
+        if (height[si] >= 0)
+            return height[si];
+        int v = 0;
+        for (int c : m.switches[si].switches)
+            v = std::max(v, h(c) + 1);
+        return height[si] = v;
+    };
+    for (size_t si = 0; si < m.switches.size(); ++si) {
+        Switch& s = m.switches[si];
+        s.height = h(static_cast<int>(si));
+        const std::string& lvl = spec.switches[si].level;
+        bool has_switch_children = !s.switches.empty();
+        if (lvl == "leaf" && has_switch_children)
+            throw ValidationError(spec.switches[si].loc.str() + ": SwitchName=" + s.name +
+                                  " is Level=leaf but lists Switches=; a leaf holds Domains= or Nodes=");
+        if ((lvl == "spine" || lvl == "core") && !has_switch_children)
+            throw ValidationError(spec.switches[si].loc.str() + ": SwitchName=" + s.name + " is Level=" + lvl +
+                                  " but holds no switches; use Level=leaf for a switch with Domains= or Nodes=");
+        if (lvl == "leaf")
+            s.level = SwitchLevel::Leaf;
+        else if (lvl == "spine")
+            s.level = SwitchLevel::Spine;
+        else if (lvl == "core")
+            s.level = SwitchLevel::Core;
+        else
+            s.level = s.height == 0 ? SwitchLevel::Leaf : s.height == 1 ? SwitchLevel::Spine : SwitchLevel::Core;
+    }
+
+    // Ranks: depth-first from the roots in declaration order, then
+    // domains no switch holds, then nodes nothing holds.
+    int rank = 0;
+    std::vector<bool> ranked(m.nodes.size(), false);
+    auto rank_node = [&](int ni) {
+        if (!ranked[ni]) {
+            ranked[ni] = true;
+            m.nodes[ni].rank = rank++;
+        }
+    };
+    auto rank_domain = [&](int di) {
+        for (int ni : m.domains[di].nodes)
+            rank_node(ni);
+    };
+    std::function<void(int)> rank_switch = [&](int si) {
+        const Switch& s = m.switches[si];
+        for (int c : s.switches)
+            rank_switch(c);
+        for (int d : s.domains)
+            rank_domain(d);
+        for (int n : s.nodes)
+            rank_node(n);
+    };
+    for (int r : m.roots())
+        rank_switch(r);
+    int unreached_by_switch = rank;
+    for (int d : m.unattached_domains())
+        rank_domain(d);
+    for (size_t ni = 0; ni < m.nodes.size(); ++ni)
+        rank_node(static_cast<int>(ni));
+    int unreached = static_cast<int>(m.nodes.size()) - unreached_by_switch;
+    if (!m.switches.empty() && unreached > 0) {
+        std::vector<std::string> names;
+        for (const Node& n : m.nodes)
+            if (n.rank >= unreached_by_switch)
+                names.push_back(n.name);
+        warn(std::to_string(unreached) + " node(s) are not reached by any switch: " + hostlist_compress(names));
+    }
+    if (m.roots().size() > 1) {
+        std::vector<std::string> names;
+        for (int r : m.roots())
+            names.push_back(m.switches[r].name);
+        warn("the fabric has " + std::to_string(names.size()) + " roots (" + hostlist_compress(names) +
+             "); jobs cannot span them");
+    }
+
+    // Per-switch node lists and GPU counts, in rank order.
+    std::function<void(int)> collect = [&](int si) {
+        Switch& s = m.switches[si];
+        if (!s.all_nodes.empty() || (s.switches.empty() && s.domains.empty() && s.nodes.empty()))
+            return;
+        for (int c : s.switches) {
+            collect(c);
+            s.all_nodes.insert(s.all_nodes.end(), m.switches[c].all_nodes.begin(), m.switches[c].all_nodes.end());
+        }
+        for (int d : s.domains)
+            s.all_nodes.insert(s.all_nodes.end(), m.domains[d].nodes.begin(), m.domains[d].nodes.end());
+        s.all_nodes.insert(s.all_nodes.end(), s.nodes.begin(), s.nodes.end());
+        std::sort(s.all_nodes.begin(), s.all_nodes.end(),
+                  [&](int a, int b) { return m.nodes[a].rank < m.nodes[b].rank; });
+        for (int ni : s.all_nodes)
+            s.gpus += m.nodes[ni].gpus;
+    };
+    for (size_t si = 0; si < m.switches.size(); ++si)
+        collect(static_cast<int>(si));
+
+    // Fault domains.
+    index_names(spec.fault_domains, kw::kFaultDomain);
+    for (const FaultDomainSpec& fs : spec.fault_domains) {
+        FaultDomain f;
+        f.name = fs.name;
+        f.type = fs.type;
+        f.power_budget_kw = fs.power_budget_kw;
+        const std::string owner = std::string(kw::kFaultDomain) + "=" + fs.name;
+        std::set<int> members;
+        for (const std::string& d : fs.domains) {
+            int di = m.find_domain(d);
+            if (di == kNone)
+                throw ValidationError(fs.loc.str() + ": " + owner + " lists domain " + d +
+                                      ", which no DomainName line defines");
+            members.insert(m.domains[di].nodes.begin(), m.domains[di].nodes.end());
+        }
+        for (const std::string& n : fs.nodes)
+            members.insert(node_ref(fs.loc, owner, n));
+        const int fi = static_cast<int>(m.fault_domains.size());
+        for (int ni : members) {
+            f.nodes.push_back(ni);
+            m.nodes[ni].fault_domains.push_back(fi);
+        }
+        m.fault_domains.push_back(std::move(f));
+    }
+    return m;
+}
+
+Model load_model(const std::string& path, std::vector<std::string>* warnings)
+{
+    return build_model(read_m2g_conf(path), warnings);
+}
+
+}  // namespace m2g

@@ -1,0 +1,98 @@
+// m2g core: reading m2g.conf (see m2g.conf(5)) and Slurm's topology.conf.
+//
+// Reading happens in two steps, so every error can name its file and line:
+//   1. parse_*()      text  → ConfigSpec  (syntax: keys, values, hostlists)
+//   2. build_model()  spec  → Model       (meaning: references, cycles, sizes)
+// Both throw on the first problem and have no side effects, so a caller that
+// keeps its previous model on error never sees a half-read configuration.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "topology/model.hpp"
+
+namespace m2g {
+
+// Where a spec item came from, for messages: "m2g.conf:12".
+struct SourceLoc {
+    std::string file;
+    int line = 0;
+    std::string str() const;
+};
+
+struct NodeSpec {
+    SourceLoc loc;
+    std::vector<std::string> names;
+    int gpus = 0;
+    int nics = 0;
+    double nic_gbps = 0;
+};
+
+struct DomainSpec {
+    SourceLoc loc;
+    std::string name;
+    std::vector<std::string> nodes;
+    int size = 0;  // 0: not declared, defaults to the node count
+    double nvlink_gbps = 0;
+    double power_budget_kw = 0;
+};
+
+struct SwitchSpec {
+    SourceLoc loc;
+    std::string name;
+    std::string level;  // "", leaf, spine, core
+    double link_gbps = 0;
+    std::vector<std::string> switches;
+    std::vector<std::string> domains;
+    std::vector<std::string> nodes;
+};
+
+struct FaultDomainSpec {
+    SourceLoc loc;
+    std::string name;
+    std::string type;
+    std::vector<std::string> nodes;
+    std::vector<std::string> domains;
+    double power_budget_kw = 0;
+};
+
+struct ConfigSpec {
+    std::string cluster_name;
+    double site_power_budget_kw = 0;
+    std::vector<NodeSpec> nodes;
+    std::vector<DomainSpec> domains;
+    std::vector<SwitchSpec> switches;
+    std::vector<FaultDomainSpec> fault_domains;
+};
+
+// Parse m2g.conf text. `file` names the source in messages.
+ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file);
+
+// Read and parse a file; a missing or unreadable file is an Error naming it.
+ConfigSpec read_m2g_conf(const std::string& path);
+
+struct SlurmImportOptions {
+    int gpus_per_node = 0;
+    // Treat each switch with Nodes= as an NVLink domain (as m2g's own
+    // export writes them), instead of as a leaf switch.
+    bool leaf_as_domain = false;
+};
+
+// Parse a Slurm topology/tree topology.conf (SwitchName, Switches, Nodes,
+// LinkSpeed). Nodes are declared implicitly with `opts.gpus_per_node` GPUs.
+ConfigSpec parse_slurm_topology_conf(std::string_view text, const std::string& file,
+                                     const SlurmImportOptions& opts = {});
+
+// Validate a spec and build the model. Non-fatal findings (a node no switch
+// reaches, several roots) are appended to `warnings` when given.
+Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings = nullptr);
+
+// Convenience: read_m2g_conf + build_model.
+Model load_model(const std::string& path, std::vector<std::string>* warnings = nullptr);
+
+// Read a whole file; throws Error naming the path on failure.
+std::string read_text_file(const std::string& path);
+
+}  // namespace m2g

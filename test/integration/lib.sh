@@ -1,0 +1,229 @@
+# shellcheck shell=bash
+# lib.sh — sourced by the integration tests that run on the real Slurm testbed
+# (contrib/m2g-testbed). Provides:
+#
+#   tb_up [m2g-testbed up args]  start a testbed on a free base port; a trap
+#                                stops it on EXIT/INT/TERM, whatever happens
+#   tb_down                      stop it now (idempotent)
+#   plan N | done_testing        TAP plan up front, or computed at the end
+#   ok COND DESC                 COND: an exit status (0 = pass) or a command
+#                                string that is eval'ed
+#   is GOT EXPECTED DESC         string equality; differences as "# " lines
+#   skip DESC [REASON]           a test that was not run
+#   diag MSG...                  a "# " line
+#   wait_job_state JOBID STATES [TIMEOUT]   STATES like "COMPLETED" or
+#                                "RUNNING|COMPLETED"; fails early when the job
+#                                ends in another state
+#   job_state JOBID              current state (scontrol, then sacct)
+#   job_nodes JOBID              allocated nodes, one per line (scontrol)
+#   job_nodelist JOBID           the same as one Slurm hostlist
+#   sacct_field JOBID FIELD [TIMEOUT]  a field of the job's allocation line,
+#                                once accounting has the job (and its end
+#                                state, if slurmctld says it has ended)
+#
+# After tb_up: TB_DIR, TB_BASE, and SLURM_CONF/M2G_CONF exported.
+# Environment: M2G_TESTBED (path of m2g-testbed), TB_KEEP=1 keeps the testbed
+# directory even when every test passed (it is always kept on failure).
+# The script exits 1 if any test failed, the plan was not met or the script
+# died early; the TAP plan/summary is printed by the EXIT trap.
+
+set -euo pipefail
+
+TB_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+M2G_TESTBED=${M2G_TESTBED:-$TB_LIB_DIR/../../contrib/m2g-testbed}
+TB_DIR="" TB_BASE="" _TB_RUNNING=0
+_TAP_N=0 _TAP_FAILED=0 _TAP_PLAN="" _TAP_DONE=0
+
+# Keep a caller's Slurm job environment (SLURM_JOB_ID, ...) out of the tests.
+while read -r _v; do unset "$_v"; done < <(compgen -e | grep '^SLURM_' || true)
+unset _v
+
+# ------------------------------------------------------------------- TAP --
+
+diag() { printf '# %s\n' "$@"; }
+
+plan() {
+	_TAP_PLAN=$1
+	echo "1..$1"
+}
+
+done_testing() {
+	_TAP_DONE=1
+	[[ -n $_TAP_PLAN ]] || echo "1..$_TAP_N"
+}
+
+# _tap_result STATUS DESC [DIRECTIVE]
+_tap_result() {
+	_TAP_N=$((_TAP_N + 1))
+	if (($1 == 0)); then
+		echo "ok $_TAP_N - $2${3:+ # $3}"
+	else
+		echo "not ok $_TAP_N - $2"
+		_TAP_FAILED=$((_TAP_FAILED + 1))
+	fi
+}
+
+ok() {
+	local cond=$1 desc=$2 status
+	if [[ $cond =~ ^[0-9]+$ ]]; then
+		status=$cond
+	else
+		status=0
+		eval "$cond" >/dev/null 2>&1 || status=$?
+	fi
+	_tap_result "$status" "$desc"
+	((status == 0)) || diag "  failed: $cond"
+	return 0
+}
+
+is() {
+	local got=$1 expected=$2 desc=$3
+	if [[ $got == "$expected" ]]; then
+		_tap_result 0 "$desc"
+		return 0
+	fi
+	_tap_result 1 "$desc"
+	if [[ $got == *$'\n'* || $expected == *$'\n'* ]]; then
+		diff -u --label expected --label got <(printf '%s\n' "$expected") <(printf '%s\n' "$got") |
+			sed 's/^/#   /' || true
+	else
+		diag "       got: '$got'" "  expected: '$expected'"
+	fi
+	return 0
+}
+
+skip() {
+	_tap_result 0 "$1" "SKIP${2:+ $2}"
+}
+
+# The EXIT trap: stop the testbed, settle the plan, choose the exit status.
+_tb_on_exit() {
+	local rc=$?
+	set +e
+	if ((rc != 0)) && ((_TAP_DONE == 0)); then
+		_tap_result 1 "script exited early with status $rc${_TB_ERR_LINE:+ (line $_TB_ERR_LINE)}"
+	fi
+	tb_down
+	if [[ -n $_TAP_PLAN ]]; then
+		if ((_TAP_N != _TAP_PLAN)); then
+			diag "planned $_TAP_PLAN tests but ran $_TAP_N"
+			rc=1
+		fi
+	elif ((_TAP_DONE == 0)); then
+		echo "1..$_TAP_N"
+	fi
+	((_TAP_FAILED == 0)) || { diag "failed $_TAP_FAILED of $_TAP_N"; rc=1; }
+	if [[ -n $TB_DIR && -d $TB_DIR ]]; then
+		if ((rc == 0)) && [[ ${TB_KEEP:-0} != 1 ]]; then rm -rf -- "$TB_DIR"
+		else diag "testbed files kept in $TB_DIR"; fi
+	fi
+	exit $((rc == 0 ? 0 : 1))
+}
+trap '_TB_ERR_LINE=$LINENO' ERR
+trap _tb_on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --------------------------------------------------------------- testbed --
+
+# tb_up [ARGS]: bring up a testbed on the first free base. Bases are
+# 20000 + 500*k (k = 0..23), below the kernel's ephemeral ports; each holds up
+# to 22 racks of slurmd ports. The start slot comes from $$ so parallel tests
+# rarely try the same one; `m2g-testbed up` exits 3 when a base is taken
+# (ports in use or a testbed running there) and we move on.
+tb_up() {
+	local k slot rc=0 base
+	slot=$(($$ % 24))
+	for ((k = 0; k < 24; k++)); do
+		base=$((20000 + 500 * ((slot + k) % 24)))
+		TB_BASE=$base TB_DIR=/tmp/m2g-testbed-$base
+		_TB_RUNNING=1     # from here on the EXIT trap runs `down`
+		rc=0
+		"$M2G_TESTBED" up --base "$base" "$@" >&2 || rc=$?
+		((rc == 3)) && { _TB_RUNNING=0 TB_DIR=""; continue; }
+		if ((rc != 0)); then
+			diag "m2g-testbed up --base $base $* failed (status $rc)"
+			return 1
+		fi
+		eval "$("$M2G_TESTBED" env --dir "$TB_DIR")"
+		diag "testbed up: base $TB_BASE, dir $TB_DIR"
+		return 0
+	done
+	diag "no free testbed base found"
+	return 1
+}
+
+tb_down() {
+	((_TB_RUNNING)) || return 0
+	"$M2G_TESTBED" down --dir "$TB_DIR" >&2 || diag "m2g-testbed down failed"
+	_TB_RUNNING=0
+}
+
+# ------------------------------------------------------------------ jobs --
+
+readonly _TB_TERMINAL='BOOT_FAIL|CANCELLED|COMPLETED|DEADLINE|FAILED|NODE_FAIL|OUT_OF_MEMORY|PREEMPTED|TIMEOUT'
+
+# _scontrol_job_field JOBID FIELD: a field of `scontrol -o show job`, or fail
+# when slurmctld no longer knows the job (purged after MinJobAge).
+_scontrol_job_field() {
+	local line
+	line=$(scontrol -o show job "$1" 2>/dev/null) || return 1
+	[[ " $line " =~ \ $2=([^ ]*)\  ]] || return 1
+	echo "${BASH_REMATCH[1]}"
+}
+
+job_state() {
+	local st
+	if st=$(_scontrol_job_field "$1" JobState); then echo "$st"; return 0; fi
+	st=$(sacct -n -X -P -j "$1" -o State 2>/dev/null | head -n1)
+	echo "${st%% *}"        # "CANCELLED by 0" -> CANCELLED
+}
+
+wait_job_state() {
+	local id=$1 want=$2 timeout=${3:-60} st=""
+	local deadline=$((SECONDS + timeout))
+	while ((SECONDS <= deadline)); do
+		st=$(job_state "$id")
+		if [[ -n $st && $st =~ ^($want)$ ]]; then return 0; fi
+		if [[ -n $st && $st =~ ^($_TB_TERMINAL)$ ]]; then
+			diag "job $id ended $st while waiting for $want"
+			return 1
+		fi
+		sleep 0.5
+	done
+	diag "job $id still '${st:-unknown}' after ${timeout}s waiting for $want"
+	return 1
+}
+
+job_nodelist() {
+	local nl
+	nl=$(_scontrol_job_field "$1" NodeList) ||
+		nl=$(sacct -n -X -P -j "$1" -o NodeList 2>/dev/null | head -n1)
+	[[ -n $nl && $nl != "(null)" && $nl != "None assigned" ]] || return 1
+	echo "$nl"
+}
+
+job_nodes() {
+	local nl
+	nl=$(job_nodelist "$1") || return 1
+	scontrol show hostnames "$nl"
+}
+
+sacct_field() {
+	local id=$1 field=$2 timeout=${3:-30} line ctld
+	local deadline=$((SECONDS + timeout))
+	while ((SECONDS <= deadline)); do
+		line=$(sacct -n -X -P -j "$id" -o "State,$field" 2>/dev/null | head -n1)
+		if [[ -n $line ]]; then
+			# Done unless slurmctld has ended the job and accounting lags.
+			ctld=$(_scontrol_job_field "$id" JobState) || ctld=""
+			if ! [[ $ctld =~ ^($_TB_TERMINAL)$ ]] || [[ ${line%%|*} =~ ^($_TB_TERMINAL) ]]; then
+				echo "${line#*|}"
+				return 0
+			fi
+		fi
+		sleep 0.5
+	done
+	diag "job $id not in accounting after ${timeout}s"
+	return 1
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# testbed-smoke.sh — the real-Slurm testbed works end to end, with stock Slurm
+# only (--stock: topology/tree, no m2g plugin): 2 racks = 36 nodes come up
+# idle, a 4-node GPU batch job and an srun step run with CUDA_VISIBLE_DEVICES
+# set, accounting records them COMPLETED, `scontrol show topology` shows the
+# NVL72 shape, a second `up` is refused, and `down` leaves no process behind
+# (checked by PID, including a running job's slurmstepd and task).
+# Output: TAP. Run as root.
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+plan 17
+
+tb_up --racks 2 --stock
+jobs_dir=$TB_DIR/jobs
+mkdir -p "$jobs_dir"
+
+# ---- the cluster ----------------------------------------------------------
+is "$(sinfo -h -N -o '%N %T' | awk '$2 == "idle"' | wc -l)" 36 "36 nodes idle"
+is "$(scontrol show config | awk '$1 == "TopologyPlugin" {print $3}')" topology/tree \
+	"--stock runs topology/tree"
+is "$(scontrol -o show node r02n18 | grep -o 'Gres=[^ ]*')" "Gres=gpu:4" "nodes have 4 GPUs"
+
+rc=0; "$M2G_TESTBED" up --racks 2 --stock --dir "$TB_DIR" 2>/dev/null || rc=$?
+is "$rc" 3 "a second 'up' on a running testbed is refused (exit 3)"
+
+# ---- a 4-node GPU batch job that runs an srun step --------------------------
+# Each task prints its node and CUDA_VISIBLE_DEVICES.
+# shellcheck disable=SC2016 # expanded by the job, not here
+jid=$(sbatch --parsable -N4 --gres=gpu:4 -t 5 -o "$jobs_dir/gpu-%j.out" \
+	--wrap 'srun bash -c "echo \$SLURMD_NODENAME CUDA_VISIBLE_DEVICES=\$CUDA_VISIBLE_DEVICES"')
+ok "[[ $jid =~ ^[0-9]+\$ ]]" "sbatch -N4 --gres=gpu:4 accepted (job $jid)"
+ok "wait_job_state $jid COMPLETED 60" "batch job COMPLETED"
+is "$(sacct_field "$jid" State)" COMPLETED "sacct: batch job COMPLETED"
+is "$(sacct_field "$jid" AllocTRES | grep -o 'gres/gpu=[0-9]*')" "gres/gpu=16" "sacct: 16 GPUs allocated"
+nodes=$(job_nodes "$jid" | sort)
+is "$(wc -l <<<"$nodes")" 4 "job got 4 nodes"
+# topology/tree places 4 nodes under one lowest-level switch: one rack.
+is "$(cut -c1-3 <<<"$nodes" | sort -u | wc -l)" 1 "topology/tree packs the job into one NVL domain"
+out=$(sort "$jobs_dir/gpu-$jid.out")
+expected=$(awk '{print $0 " CUDA_VISIBLE_DEVICES=0,1,2,3"}' <<<"$nodes")
+is "$out" "$expected" "each task saw CUDA_VISIBLE_DEVICES=0,1,2,3"
+
+# ---- srun from the "login node" ---------------------------------------------
+# Each task prints its job id and CUDA_VISIBLE_DEVICES.
+# shellcheck disable=SC2016 # expanded by the job, not here
+out=$(srun -N2 --gres=gpu:2 -t 5 bash -c 'echo $SLURM_JOB_ID CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES' 2>&1 | sort)
+srun_id=$(awk 'NR == 1 {print $1}' <<<"$out")
+is "$(cut -d' ' -f2- <<<"$out")" $'CUDA_VISIBLE_DEVICES=0,1\nCUDA_VISIBLE_DEVICES=0,1' \
+	"srun -N2 --gres=gpu:2 got 2 GPUs per node"
+is "$(sacct_field "$srun_id" State)" COMPLETED "sacct: srun job ${srun_id:-?} COMPLETED"
+
+# ---- topology ---------------------------------------------------------------
+topo=$(scontrol show topology)
+is "$(grep -o '^SwitchName=[^ ]*' <<<"$topo" | sort | tr '\n' ' ')" \
+	"SwitchName=leaf01 SwitchName=leaf02 SwitchName=nvl01 SwitchName=nvl02 SwitchName=spine01 " \
+	"scontrol show topology: nvl01-02, leaf01-02, spine01"
+
+# ---- down, with a job running -----------------------------------------------
+# The job records its shell's PID; that shell's parent is the slurmstepd.
+long=$(sbatch --parsable -N1 -t 5 -o /dev/null --wrap "echo \$\$ > $jobs_dir/long.pid; exec sleep 600")
+wait_job_state "$long" RUNNING 30 || true
+for ((i = 0; i < 50; i++)); do [[ -s $jobs_dir/long.pid ]] && break; sleep 0.1; done
+task_pid=$(cat "$jobs_dir/long.pid" 2>/dev/null || echo "")
+stepd_pid=$(awk '{print $4}' "/proc/$task_pid/stat" 2>/dev/null || echo "")
+is "$(cat "/proc/$stepd_pid/comm" 2>/dev/null || echo none)" slurmstepd "a running job has a slurmstepd (pid ${stepd_pid:-?})"
+
+# alive PID: exists and is not a zombie (PID 1 may reap late); a zombie
+# leader with live threads (a multi-threaded daemon exiting) is alive.
+alive() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) && [[ -n $stat ]] || return 1
+	stat=${stat##*) }      # drop "pid (comm) ", leaving "state ppid ..."
+	[[ ${stat%% *} != Z ]] ||
+		(($(find "/proc/$1/task" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l) > 1))
+}
+mapfile -t pids < <(cat "$TB_DIR"/pids/*.pid)
+pids+=("$task_pid" "$stepd_pid")
+tb_down
+left=()
+for pid in "${pids[@]}"; do
+	if [[ -n $pid ]] && alive "$pid"; then left+=("$pid"); fi
+done
+is "${left[*]}" "" "down stopped all ${#pids[@]} processes (daemons, slurmstepd, job task)"
+if ((${#left[@]})); then
+	while read -r line; do diag "  $line"; done < <(ps -o pid,ppid,stat,etime,args -p "${left[*]}")
+fi
+ok "$M2G_TESTBED down --dir $TB_DIR" "a second down succeeds (idempotent)"

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# topology/m2g loaded into a real slurmctld on the 8-rack NVL72 testbed:
+# Slurm's switch records match m2g.conf, multi-node GPU jobs land on whole
+# NVLink domains, reconfigure keeps the last good m2g.conf, and a broken one
+# at start stops slurmctld with file:line in its log.
+# shellcheck source=test/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+M2G=${M2G_BUILDDIR:?}/src/cli/m2g
+T=$(mktemp -d)
+trap 'rm -rf "$T"; _tb_on_exit' EXIT
+
+tb_up --racks 8
+CONF=$TB_DIR/etc/m2g.conf
+cp "$CONF" "$T/good.conf"
+
+# where NODELIST: the core's description of a node list against m2g.conf.
+where() { "$M2G" topology locate "$T/good.conf" "$1"; }
+# squash_topology: "name level children linkspeed" per switch, from scontrol.
+squash_topology() {
+	scontrol show topology | sed -E 's/^SwitchName=([^ ]+) Level=([0-9]+) LinkSpeed=([0-9]+) Nodes=([^ ]+)( Switches=([^ ]+))?$/\1 \2 \4|\6 \3/' |
+		awk '{ split($3, c, "|"); print $1, $2, ($2 == 0 ? c[1] : c[2]), $4 }'
+}
+# the same from `m2g topology export` of the testbed's m2g.conf.
+squash_export() {
+	"$M2G" topology export "$1" | grep -v '^#' |
+		sed -E 's/^SwitchName=([^ ]+) (Nodes|Switches)=([^ ]+)( LinkSpeed=([0-9]+))?$/\1 \2 \3 \5/' |
+		awk '{ print $1, ($2 == "Nodes" ? "leaf" : "up"), $3, ($4 == "" ? 0 : $4) }'
+}
+
+# --- the plugin is loaded and Slurm's switch records are m2g.conf's ---------
+ok "scontrol show config | grep -Eq '^TopologyPlugin +=  *topology/m2g'" "slurmctld runs TopologyPlugin=topology/m2g"
+is "$(squash_topology | awk '{ print $1, ($2 == 0 ? "leaf" : "up"), $3, $4 }')" "$(squash_export "$CONF")" \
+	"scontrol show topology matches m2g.conf (names, children, link speeds)"
+is "$(squash_topology | awk '{ print $1 "=" $2 }' | tr '\n' ' ')" \
+	"nvl01=0 nvl02=0 nvl03=0 nvl04=0 nvl05=0 nvl06=0 nvl07=0 nvl08=0 leaf01=1 leaf02=1 spine01=2 " \
+	"NVLink domains are level 0, leaves 1, the spine 2"
+
+# --- racks partly busy; a 2-rack job lands on two whole NVLink domains ------
+# Every rack under leaf01 has 10 nodes busy (32 free under leaf01, not enough
+# for 36) and one node of nvl05 is busy: the job must go to leaf02 and take
+# two of its whole domains, not a scatter of free nodes.
+busy=()
+for w in 'r01n[01-10]' 'r02n[03-12]' 'r03n[05-14]' 'r04n[09-18]' 'r05n07'; do
+	n=$(scontrol show hostnames "$w" | wc -l)
+	busy+=("$(sbatch --parsable -J busy -N"$n" -w "$w" --exclusive --gres=gpu:4 --wrap 'sleep 600')")
+done
+for j in "${busy[@]}"; do wait_job_state "$j" RUNNING 60; done
+ok 0 "background jobs hold parts of racks r01-r05"
+
+big=$(sbatch --parsable -J two-racks -N36 --exclusive --gres=gpu:4 -o "$T/two-racks.out" \
+	--wrap 'srun -l bash -c "echo \$SLURMD_NODENAME \$CUDA_VISIBLE_DEVICES"; sleep 20')
+wait_job_state "$big" RUNNING 60
+nl=$(job_nodelist "$big")
+diag "36-node job $big: $nl"
+is "$(where "$nl")" \
+	"36 nodes in 2 NVLink domains (nvl06 18/18, nvl07 18/18, all whole) under 1 leaf switch (leaf02)" \
+	"36-node job: exactly two whole NVLink domains under one leaf (scontrol)"
+
+# With nvl06/nvl07 taken, one rack's worth goes to the one whole domain left.
+one=$(sbatch --parsable -J one-rack -N18 --exclusive --gres=gpu:4 --wrap 'srun true')
+wait_job_state "$one" COMPLETED 90
+is "$(where "$(sacct_field "$one" NodeList)")" \
+	"18 nodes in 1 NVLink domain (nvl08 18/18, whole) under 1 leaf switch (leaf02)" \
+	"18-node job: one whole NVLink domain (sacct)"
+
+wait_job_state "$big" COMPLETED 90
+is "$(where "$(sacct_field "$big" NodeList)")" \
+	"36 nodes in 2 NVLink domains (nvl06 18/18, nvl07 18/18, all whole) under 1 leaf switch (leaf02)" \
+	"36-node job: sacct records the same two whole domains"
+is "$(wc -l <"$T/two-racks.out"):$(awk '{print $3}' "$T/two-racks.out" | sort -u | tr '\n' ' ')" "36:0,1,2,3 " \
+	"every task of the 36-node job ran and saw 4 GPUs"
+scancel -n busy
+
+# --- reconfigure ------------------------------------------------------------
+# A broken m2g.conf: the previous one stays in force, the error is logged.
+sed 's/^DomainName=nvl03 Nodes=r03n\[01-18\] Size=18/DomainName=nvl03 Nodes=r03n[01-18] Size=17/' \
+	"$T/good.conf" >"$CONF"
+before=$(scontrol show topology)
+scontrol reconfigure
+ok "scontrol ping | grep -q 'is UP'" "reconfigure with a broken m2g.conf: slurmctld stays up"
+ok "grep -q 'm2g: topology: $CONF:6: DomainName=nvl03 has 18 nodes but Size=17; raise Size or move nodes to another domain; keeping the previous m2g.conf in force' '$TB_DIR/log/slurmctld.log'" \
+	"reconfigure with a broken m2g.conf: file:line error logged, previous kept"
+is "$(scontrol show topology)" "$before" "reconfigure with a broken m2g.conf: topology unchanged"
+
+# A valid change takes effect: leaf02 ranks first, leaf01 gets a new speed.
+sed 's/^SwitchName=spine01 Level=spine Switches=leaf\[01-02\]/SwitchName=spine01 Level=spine Switches=leaf02,leaf01/;
+     s/^\(SwitchName=leaf01 .*\)LinkGbps=28800/\1LinkGbps=30000/' "$T/good.conf" >"$CONF"
+scontrol reconfigure
+is "$(squash_topology | grep -E '^(leaf01|spine01) ')" "leaf01 1 nvl[01-04] 30000
+spine01 2 leaf[02,01] 57600" "reconfigure with a valid change: new switch records"
+is "$(scontrol -o show nodes | head -1 | cut -d' ' -f1)" "NodeName=r05n01" \
+	"node ranking follows the NVLink domains in fabric order (leaf02's first)"
+cp "$T/good.conf" "$CONF"
+scontrol reconfigure
+
+# --- a broken m2g.conf at start stops slurmctld with file:line --------------
+# A second slurmctld on its own port and state directory, sharing only the
+# testbed's munge, with no accounting; its m2g.conf is broken.
+mkdir -p "$T/ctld/state"
+grep -vE '^(SlurmctldPort|StateSaveLocation|SlurmctldPidFile|SlurmctldLogFile|AccountingStorage|JobComp)' \
+	"$TB_DIR/etc/slurm.conf" >"$T/ctld/slurm.conf"
+cat >>"$T/ctld/slurm.conf" <<EOT
+SlurmctldPort=$((TB_BASE + 99))
+StateSaveLocation=$T/ctld/state
+SlurmctldPidFile=$T/ctld/slurmctld.pid
+SlurmctldLogFile=$T/ctld/slurmctld.log
+EOT
+cp "$TB_DIR/etc/gres.conf" "$T/ctld/"
+sed 's/^DomainName=nvl02 Nodes=r02n\[01-18\]/DomainName=nvl02 Nodes=r02n[01-18],r01n01/' "$T/good.conf" >"$T/ctld/m2g.conf"
+rc=0
+env -u M2G_CONF timeout 60 /usr/sbin/slurmctld -D -i -f "$T/ctld/slurm.conf" >"$T/ctld/stderr" 2>&1 || rc=$?
+ok "[[ $rc != 0 && $rc != 124 ]]" "slurmctld with a broken m2g.conf exits at start (status $rc)"
+ok "grep -q 'fatal: m2g: topology: $T/ctld/m2g.conf:5: node r01n01 is in DomainName=nvl02 and already in DomainName=nvl01 ($T/ctld/m2g.conf:4); a node belongs to one NVLink domain' '$T/ctld/slurmctld.log'" \
+	"its log has the file:line reason"
+
+done_testing
