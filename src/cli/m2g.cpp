@@ -5,11 +5,13 @@
 //   m2g topology export --format=tree|block FILE
 //   m2g topology import-slurm [--gpus-per-node N] [--leaf-as-domain] FILE
 //   m2g topology locate FILE HOSTLIST
+//   m2g recipe list|show NAME|validate [--catalog FILE]
 //
 // Exit status: 0 success, 1 the input is wrong (message on stderr), 2 usage.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -20,6 +22,8 @@
 #include "topology/error.hpp"
 #include "topology/export.hpp"
 #include "topology/hostlist.hpp"
+#include "topology/recipes.hpp"
+#include "topology/well_known.hpp"
 #include "topology/span.hpp"
 
 namespace {
@@ -84,6 +88,18 @@ int main(int argc, char** argv)
     locate->add_option("FILE", file, "m2g.conf")->required();
     locate->add_option("HOSTLIST", hostlist, "nodes, as a Slurm hostlist (e.g. a job's NodeList)")->required();
 
+    auto* recipe = app.add_subcommand("recipe", "List, show and validate the workload recipe catalog");
+    recipe->require_subcommand(1);
+    std::string catalog = std::getenv("M2G_RECIPES") ? std::getenv("M2G_RECIPES") : m2g::kw::kDefaultRecipes;
+    std::string recipe_name;
+    auto* rlist = recipe->add_subcommand("list", "One line per recipe: GPUs, class, topology, model");
+    auto* rshow = recipe->add_subcommand("show", "Everything a recipe sets, and the options it expands to");
+    rshow->add_option("NAME", recipe_name, "recipe name")->required();
+    auto* rvalidate = recipe->add_subcommand("validate", "Check a catalog; print file:line errors");
+    for (auto* sub : {rlist, rshow})
+        sub->add_option("--catalog", catalog, "catalog file (default $M2G_RECIPES or /etc/slurm/m2g-recipes.conf)");
+    rvalidate->add_option("FILE", catalog, "catalog to check (default $M2G_RECIPES or /etc/slurm/m2g-recipes.conf)");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -120,6 +136,20 @@ int main(int argc, char** argv)
             print_warnings(warnings, file);
             const std::vector<std::string> nodes = m2g::hostlist_expand(hostlist);
             std::cout << m2g::describe(m, m2g::span_of(m, nodes), nodes.size()) << "\n";
+        } else if (*rlist) {
+            std::cout << m2g::format_recipe_table(m2g::read_recipes(catalog));
+        } else if (*rshow) {
+            const m2g::RecipeCatalog c = m2g::read_recipes(catalog);
+            const m2g::Recipe* r = c.find(recipe_name);
+            if (!r) {
+                m2g::JobIntent probe;
+                probe.recipe = recipe_name;
+                m2g::expand_recipe(probe, c);  // throws the "no such recipe; known: ..." message
+            }
+            std::cout << m2g::format_recipe(*r);
+        } else if (*rvalidate) {
+            const m2g::RecipeCatalog c = m2g::read_recipes(catalog);
+            std::cout << catalog << ": ok: " << c.recipes.size() << " recipes\n";
         }
     } catch (const std::exception& e) {
         std::cerr << "m2g: " << e.what() << "\n";

@@ -72,6 +72,25 @@ run "$M2G" topology locate "$FIX/nvl72-8rack.conf" 'r02n[01-18],r04n[01-18]'
 is "$out" "36 nodes in 2 NVLink domains (nvl02 18/18, nvl04 18/18, all whole) under 1 leaf switch (leaf01)" \
 	"locate: which domains a node list uses"
 
+# Recipes: the shipped catalog, show, and a broken one.
+RECIPES=$SRC/etc/m2g-recipes.conf.example
+run "$M2G" recipe validate "$RECIPES"
+is "$rc:$out" "0:$RECIPES: ok: 5 recipes" "recipe validate: the shipped example is valid"
+run env M2G_RECIPES="$RECIPES" "$M2G" recipe list
+is "$rc:$(sed -n '1p;3p' <<<"$out")" "0:RECIPE                      GPUS  CLASS      TOPOLOGY         MODEL          DESCRIPTION
+llama3-405b-pretrain         512  training   strict:nvlink    llama-3.1-405b 405B pre-training, 128 nodes" \
+	"recipe list: one line per recipe (catalog from \$M2G_RECIPES)"
+run "$M2G" recipe show --catalog "$RECIPES" llama3-70b-finetune
+is "$(tail -1 <<<"$out")" \
+	"  expands to    topology=strict:nvlink class=finetune defer=ok model=llama-3.1-70b gpus=16 power_w_per_gpu=950 runtime_s=43200" \
+	"recipe show: what the recipe expands to"
+run "$M2G" recipe show --catalog "$RECIPES" llama3-8b
+ok "[[ $rc == 1 && \$(cat $T/err) == *'no such recipe'*'known: llama3-70b-finetune'* ]]" "recipe show: an unknown name lists the known ones"
+printf 'RecipeName=x Gpus=16 TP=8 PP=1 DP=1\n' >"$T/bad-recipes.conf"
+run "$M2G" recipe validate "$T/bad-recipes.conf"
+is "$rc:$err" "1:m2g: $T/bad-recipes.conf:1: RecipeName=x has Gpus=16 but TP*PP*DP = 8*1*1 = 8" \
+	"recipe validate: a broken catalog fails with file:line"
+
 run "$M2G" --version
 is "$rc:$out" "0:m2g 0.1.0" "--version"
 run "$M2G" topology

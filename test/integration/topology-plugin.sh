@@ -14,6 +14,20 @@ tb_up --racks 8
 CONF=$TB_DIR/etc/m2g.conf
 cp "$CONF" "$T/good.conf"
 
+# sacct_nodelist JOBID NNODES: the job's NodeList once accounting has all
+# NNODES of it (a job that starts and ends within a second can reach
+# slurmdbd as "ended" before its start record with the full node list).
+sacct_nodelist() {
+	local deadline=$((SECONDS + 30)) line=""
+	while ((SECONDS <= deadline)); do
+		line=$(sacct -n -X -P -j "$1" -o NNodes,NodeList 2>/dev/null | head -n1)
+		[[ ${line%%|*} == "$2" ]] && { echo "${line#*|}"; return 0; }
+		sleep 0.5
+	done
+	diag "job $1: sacct still says '$line' after 30 s"
+	echo "${line#*|}"
+}
+
 # where NODELIST: the core's description of a node list against m2g.conf.
 where() { "$M2G" topology locate "$T/good.conf" "$1"; }
 # squash_topology: "name level children linkspeed" per switch, from scontrol.
@@ -60,12 +74,12 @@ is "$(where "$nl")" \
 # With nvl06/nvl07 taken, one rack's worth goes to the one whole domain left.
 one=$(sbatch --parsable -J one-rack -N18 --exclusive --gres=gpu:4 --wrap 'srun true')
 wait_job_state "$one" COMPLETED 90
-is "$(where "$(sacct_field "$one" NodeList)")" \
+is "$(where "$(sacct_nodelist "$one" 18)")" \
 	"18 nodes in 1 NVLink domain (nvl08 18/18, whole) under 1 leaf switch (leaf02)" \
 	"18-node job: one whole NVLink domain (sacct)"
 
 wait_job_state "$big" COMPLETED 90
-is "$(where "$(sacct_field "$big" NodeList)")" \
+is "$(where "$(sacct_nodelist "$big" 36)")" \
 	"36 nodes in 2 NVLink domains (nvl06 18/18, nvl07 18/18, all whole) under 1 leaf switch (leaf02)" \
 	"36-node job: sacct records the same two whole domains"
 is "$(wc -l <"$T/two-racks.out"):$(awk '{print $3}' "$T/two-racks.out" | sort -u | tr '\n' ' ')" "36:0,1,2,3 " \

@@ -1,0 +1,273 @@
+// spank_m2g: the --m2g-* options of sbatch, srun and salloc, and job
+// tagging for telemetry on the nodes. See spank_m2g(8).
+//
+// Where each part runs:
+//   sbatch/salloc/srun (allocator, local): options are parsed by the core;
+//     M2G_* environment defaults and the recipe are applied under them; the
+//     result goes into spank_job_env (M2G_* keys) for job_submit/m2g and
+//     select/m2g; --m2g-explain prints it.
+//   slurmstepd (remote): the same resolution, then every task sees M2G_*
+//     variables and an extended OTEL_RESOURCE_ATTRIBUTES.
+//   prolog/epilog (job script, root): dcgm-exporter job mapping files and
+//     the node_exporter textfile are created and removed.
+// All parsing and file logic is in the core; this file translates.
+#include <sys/types.h>
+#include <unistd.h>  // environ
+
+#include <cstdint>
+#include <cstdlib>
+#include <ctime>
+#include <exception>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "topology/error.hpp"
+#include "topology/intent.hpp"
+#include "topology/plugin_args.hpp"
+#include "topology/recipes.hpp"
+#include "topology/telemetry.hpp"
+#include "topology/well_known.hpp"
+
+extern "C" {
+#include <slurm/slurm_version.h>
+#include <slurm/spank.h>
+}
+
+// Plugin identity: one definition each with C linkage. (SPANK_PLUGIN()
+// would give these const objects internal linkage in C++.)
+extern "C" const char plugin_name[] = "m2g";
+extern "C" const char plugin_type[] = "spank";
+extern "C" const unsigned int plugin_version = SLURM_VERSION_NUMBER;
+extern "C" const unsigned int spank_plugin_version = 1;
+
+namespace {
+
+constexpr const char* kLog = "m2g: ";
+
+// Per-process state: one job (or step) per sbatch/srun/slurmstepd process.
+m2g::SpankArgs g_args;
+m2g::JobIntent g_options;          // what the option callbacks saw
+std::set<std::string> g_given;     // option names given on the command line
+m2g::JobIntent g_resolved;         // after environment and recipe
+std::vector<spank_option> g_table;  // registered options (stable storage)
+
+int option_cb(int val, const char* optarg, int remote);
+
+// Build spank_option entries from the core's one option table.
+void build_table()
+{
+    if (!g_table.empty())
+        return;
+    const auto& specs = m2g::option_specs();
+    for (size_t i = 0; i < specs.size(); ++i) {
+        spank_option o{};
+        o.name = const_cast<char*>(specs[i].name);
+        o.arginfo = const_cast<char*>(specs[i].arg);
+        o.usage = const_cast<char*>(specs[i].help);
+        o.has_arg = specs[i].arg ? 1 : 0;
+        o.val = static_cast<int>(i);
+        o.cb = option_cb;
+        g_table.push_back(o);
+    }
+}
+
+int option_cb(int val, const char* optarg, int remote)
+{
+    try {
+        const auto& specs = m2g::option_specs();
+        if (val < 0 || static_cast<size_t>(val) >= specs.size())
+            return -1;
+        m2g::apply_option(g_options, specs[val].name, optarg ? optarg : "", static_cast<int64_t>(std::time(nullptr)));
+        g_given.insert(specs[val].name);
+        return 0;
+    } catch (const std::exception& e) {
+        slurm_error("%s%s", kLog, e.what());
+    } catch (...) {
+        slurm_error("%sunexpected error in an option", kLog);
+    }
+    return -1;
+}
+
+// Command line > M2G_* environment > recipe, the same in every context.
+// `getenv_fn` reads the user's environment (allocator) or the job's (remote).
+void resolve(const std::function<std::optional<std::string>(const char*)>& getenv_fn)
+{
+    m2g::JobIntent intent = g_options;
+    m2g::apply_env_defaults(intent, g_given, getenv_fn, static_cast<int64_t>(std::time(nullptr)));
+    if (!intent.recipe.empty())
+        m2g::expand_recipe(intent, m2g::read_recipes(g_args.recipes));
+    g_resolved = std::move(intent);
+}
+
+std::optional<std::string> process_env(const char* name)
+{
+    const char* v = std::getenv(name);
+    return v ? std::optional<std::string>(v) : std::nullopt;
+}
+
+uint32_t job_id_of(spank_t sp)
+{
+    uint32_t id = 0;
+    if (spank_get_item(sp, S_JOB_ID, &id) == ESPANK_SUCCESS)
+        return id;
+    const char* env = std::getenv("SLURM_JOB_ID");
+    return env ? static_cast<uint32_t>(std::strtoul(env, nullptr, 10)) : 0;
+}
+
+// Prolog/epilog: the job's intent from SPANK_M2G_* and its GPUs.
+struct ScriptJob {
+    uint32_t id = 0;
+    std::string node;
+    std::vector<int> gpus;
+    m2g::JobIntent intent;
+};
+
+ScriptJob script_job(spank_t sp)
+{
+    ScriptJob j;
+    j.id = job_id_of(sp);
+    const char* node = std::getenv("SLURMD_NODENAME");
+    j.node = node ? node : "";
+    if (const char* gpus = std::getenv("SLURM_JOB_GPUS"))
+        j.gpus = m2g::parse_gpu_indices(gpus);
+    std::vector<std::string> env;
+    for (char** e = environ; e && *e; ++e)
+        env.emplace_back(*e);
+    j.intent = m2g::decode_intent(env);
+    return j;
+}
+
+template <typename F>
+int guarded(const char* where, F&& f)
+{
+    try {
+        return f();
+    } catch (const std::exception& e) {
+        slurm_error("%s%s: %s", kLog, where, e.what());
+    } catch (...) {
+        slurm_error("%s%s: unexpected error", kLog, where);
+    }
+    return -1;
+}
+
+}  // namespace
+
+extern "C" int slurm_spank_init(spank_t sp, int ac, char** av)
+{
+    return guarded("plugstack.conf", [&]() {
+        g_args = m2g::parse_spank_args(std::vector<std::string>(av, av + ac));
+        const spank_context_t ctx = spank_context();
+        if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR || ctx == S_CTX_REMOTE) {
+            build_table();
+            for (spank_option& o : g_table)
+                if (spank_option_register(sp, &o) != ESPANK_SUCCESS) {
+                    slurm_error("%scannot register --%s", kLog, o.name);
+                    return -1;
+                }
+        }
+        return 0;
+    });
+}
+
+extern "C" int slurm_spank_init_post_opt(spank_t sp, int ac, char** av)
+{
+    const spank_context_t ctx = spank_context();
+    if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR) {
+        return guarded("options", [&]() {
+            resolve(process_env);
+            for (const auto& [key, value] : m2g::encode_intent(g_resolved))
+                if (spank_job_control_setenv(sp, key.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) {
+                    slurm_error("%scannot pass %s to the job", kLog, key.c_str());
+                    return -1;
+                }
+            // Only a submission has a decision to explain: an srun inside
+            // an allocation starts a step (and inherits the job's options).
+            const bool submitting = ctx == S_CTX_ALLOCATOR || !std::getenv("SLURM_JOB_ID");
+            if (g_resolved.explain && submitting)
+                slurm_info("%sjob intent: %s", kLog, m2g::describe(g_resolved).c_str());
+            return 0;
+        });
+    }
+    if (ctx == S_CTX_REMOTE) {
+        return guarded("job environment", [&]() {
+            // The intent resolved at submission reaches every step as
+            // SLURM_SPANK_M2G_*: the one source of truth. (Options are also
+            // forwarded to steps, but a repeated one only with its last value.)
+            char** env = nullptr;
+            std::vector<std::string> submitted;
+            if (spank_get_item(sp, S_JOB_ENV, &env) == ESPANK_SUCCESS)
+                for (char** e = env; e && *e; ++e)
+                    if (std::string_view(*e).rfind("SLURM_SPANK_M2G_", 0) == 0)
+                        submitted.emplace_back(*e);
+            if (!submitted.empty()) {
+                g_resolved = m2g::decode_intent(submitted);
+                return 0;
+            }
+            resolve([sp](const char* name) -> std::optional<std::string> {
+                char buf[4096];
+                if (spank_getenv(sp, name, buf, sizeof buf) == ESPANK_SUCCESS)
+                    return std::string(buf);
+                return std::nullopt;
+            });
+            return 0;
+        });
+    }
+    return 0;
+}
+
+// Runs in slurmstepd once per step before the tasks start: what is set here
+// is in every task's environment.
+extern "C" int slurm_spank_user_init(spank_t sp, int ac, char** av)
+{
+    return guarded("task environment", [&]() {
+        const uint32_t id = job_id_of(sp);
+        for (const auto& [key, value] : m2g::encode_intent(g_resolved))
+            if (key != m2g::kw::kEnvExplain)  // a submission-time request, not for the job's own sruns
+                spank_setenv(sp, key.c_str(), value.c_str(), 1);
+        spank_setenv(sp, m2g::kw::kEnvJobId, std::to_string(id).c_str(), 1);
+        char buf[8192] = "";
+        if (spank_getenv(sp, m2g::kw::kEnvOtel, buf, sizeof buf) != ESPANK_SUCCESS)
+            buf[0] = '\0';
+        const std::string otel = m2g::otel_extend(buf, m2g::otel_attributes(id, g_resolved));
+        spank_setenv(sp, m2g::kw::kEnvOtel, otel.c_str(), 1);
+        return 0;
+    });
+}
+
+// Job start on a node (root): dcgm-exporter mapping and textfile metric.
+extern "C" int slurm_spank_job_prolog(spank_t sp, int ac, char** av)
+{
+    return guarded("prolog", [&]() {
+        // slurm_spank_init does not run in the job script context.
+        g_args = m2g::parse_spank_args(std::vector<std::string>(av, av + ac));
+        if (g_args.dcgm_dir.empty() && g_args.textfile_dir.empty())
+            return 0;
+        const ScriptJob j = script_job(sp);
+        if (!g_args.dcgm_dir.empty() && !j.gpus.empty())
+            m2g::dcgm_map_add(m2g::node_dir(g_args.dcgm_dir, j.node), j.gpus, j.id);
+        if (!g_args.textfile_dir.empty())
+            m2g::textfile_write(m2g::node_dir(g_args.textfile_dir, j.node), j.id,
+                                m2g::job_info_metric(j.id, j.intent, j.node));
+        return 0;
+    });
+}
+
+// Job end on a node (root), also after scancel: remove what the prolog made.
+extern "C" int slurm_spank_job_epilog(spank_t sp, int ac, char** av)
+{
+    return guarded("epilog", [&]() {
+        g_args = m2g::parse_spank_args(std::vector<std::string>(av, av + ac));
+        if (g_args.dcgm_dir.empty() && g_args.textfile_dir.empty())
+            return 0;
+        const ScriptJob j = script_job(sp);
+        if (!g_args.dcgm_dir.empty() && !j.gpus.empty())
+            m2g::dcgm_map_remove(m2g::node_dir(g_args.dcgm_dir, j.node), j.gpus, j.id);
+        if (!g_args.textfile_dir.empty())
+            m2g::textfile_remove(m2g::node_dir(g_args.textfile_dir, j.node), j.id);
+        return 0;
+    });
+}
