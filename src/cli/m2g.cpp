@@ -6,14 +6,18 @@
 //   m2g topology import-slurm [--gpus-per-node N] [--leaf-as-domain] FILE
 //   m2g topology locate FILE HOSTLIST
 //   m2g recipe list|show NAME|validate [--catalog FILE]
+//   m2g place --topology FILE [--state STATE.json] --request REQ [--json]
 //
-// Exit status: 0 success, 1 the input is wrong (message on stderr), 2 usage.
+// Exit status: 0 success, 1 the input is wrong (message on stderr), 2 usage,
+// 3 `m2g place`: the job would wait (the reason is printed).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <sstream>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -22,6 +26,8 @@
 #include "topology/error.hpp"
 #include "topology/export.hpp"
 #include "topology/hostlist.hpp"
+#include "topology/cluster_state.hpp"
+#include "topology/placement.hpp"
 #include "topology/recipes.hpp"
 #include "topology/well_known.hpp"
 #include "topology/span.hpp"
@@ -29,6 +35,7 @@
 namespace {
 
 constexpr int kExitInput = 1;
+constexpr int kExitWouldWait = 3;
 
 // Write to stdout, or to FILE when -o FILE was given.
 void emit(const std::string& text, const std::string& output)
@@ -100,6 +107,14 @@ int main(int argc, char** argv)
         sub->add_option("--catalog", catalog, "catalog file (default $M2G_RECIPES or /etc/slurm/m2g-recipes.conf)");
     rvalidate->add_option("FILE", catalog, "catalog to check (default $M2G_RECIPES or /etc/slurm/m2g-recipes.conf)");
 
+    std::string state_file, request;
+    bool as_json = false;
+    auto* place = app.add_subcommand("place", "Where would a job go? Runs select/m2g's engine on a described cluster");
+    place->add_option("--topology", file, "m2g.conf")->required();
+    place->add_option("--state", state_file, "JSON: busy, drained, degraded nodes; NVLink-fault and over-limit domains");
+    place->add_option("--request", request, "e.g. gpus=72,topology=strict:nvlink or nodes=36,segment=18")->required();
+    place->add_flag("--json", as_json, "one JSON object");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -136,6 +151,23 @@ int main(int argc, char** argv)
             print_warnings(warnings, file);
             const std::vector<std::string> nodes = m2g::hostlist_expand(hostlist);
             std::cout << m2g::describe(m, m2g::span_of(m, nodes), nodes.size()) << "\n";
+        } else if (*place) {
+            m2g::Model m = m2g::load_model(file, &warnings);
+            print_warnings(warnings, file);
+            m2g::DescribedState st;
+            if (!state_file.empty())
+                st = m2g::read_state_json(state_file, m);
+            else
+                st.usable.assign(m.nodes.size(), 1);
+            int node_gpus = 0;
+            for (const auto& n : m.nodes)
+                node_gpus = std::max(node_gpus, n.gpus);
+            const m2g::PlacementRequest req = m2g::parse_request(request, node_gpus);
+            m2g::Engine engine(m);
+            const m2g::Placement p = engine.place(req, st.usable, st.health);
+            std::cout << m2g::format_placement(m, p, as_json);
+            if (!p.ok)
+                return kExitWouldWait;
         } else if (*rlist) {
             std::cout << m2g::format_recipe_table(m2g::read_recipes(catalog));
         } else if (*rshow) {

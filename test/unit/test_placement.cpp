@@ -1,0 +1,183 @@
+// The placement engine on golden cases that read like documentation:
+// test/fixtures/placement/*.case holds the story, the cluster, its state,
+// the request, and the expected `m2g place` output. M2G_REGOLD=1 rewrites
+// the expected parts (review the diff before committing).
+#include <gtest/gtest.h>
+#include <dirent.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "topology/cluster_state.hpp"
+#include "topology/config.hpp"
+#include "topology/error.hpp"
+#include "topology/placement.hpp"
+
+using namespace m2g;
+
+namespace {
+
+const std::string kDir = M2G_FIXTURES "/placement";
+
+std::string data_dir()
+{
+    const char* d = std::getenv("M2G_DATA");
+    return d ? d : M2G_FIXTURES "/../../../shared/data";
+}
+
+struct Case {
+    std::string head;  // everything up to and including "expect:"
+    std::string topology, topology_slurm, state, request, expect;
+};
+
+Case read_case(const std::string& path)
+{
+    Case c;
+    std::istringstream in(read_text_file(path));
+    bool expecting = false;
+    for (std::string line; std::getline(in, line);) {
+        if (expecting) {
+            c.expect += line + "\n";
+            continue;
+        }
+        c.head += line + "\n";
+        auto value = [&](const char* key) {
+            const std::string k = std::string(key) + ": ";
+            return line.rfind(k, 0) == 0 ? line.substr(k.size()) : std::string();
+        };
+        if (line == "expect:")
+            expecting = true;
+        else if (!value("topology").empty())
+            c.topology = value("topology");
+        else if (!value("topology-slurm").empty())
+            c.topology_slurm = value("topology-slurm");
+        else if (!value("state").empty())
+            c.state = value("state");
+        else if (!value("request").empty())
+            c.request = value("request");
+    }
+    return c;
+}
+
+std::string run_case(const Case& c)
+{
+    Model m;
+    if (!c.topology.empty()) {
+        m = load_model(M2G_FIXTURES "/" + c.topology);
+    } else {
+        SlurmImportOptions o;
+        o.gpus_per_node = 8;
+        const std::string path = data_dir() + "/" + c.topology_slurm;
+        m = build_model(parse_slurm_topology_conf(read_text_file(path), path, o));
+    }
+    DescribedState st;
+    if (!c.state.empty())
+        st = parse_state_json(c.state, "state", m);
+    else
+        st.usable.assign(m.nodes.size(), 1);
+    int gpn = 0;
+    for (const auto& n : m.nodes)
+        gpn = std::max(gpn, n.gpus);
+    Engine e(m);
+    return format_placement(m, e.place(parse_request(c.request, gpn), st.usable, st.health), false);
+}
+
+std::vector<std::string> case_files()
+{
+    std::vector<std::string> out;
+    if (DIR* d = opendir(kDir.c_str())) {
+        while (dirent* e = readdir(d)) {
+            const std::string n = e->d_name;
+            if (n.size() > 5 && n.substr(n.size() - 5) == ".case")
+                out.push_back(n);
+        }
+        closedir(d);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+}  // namespace
+
+class GoldenPlacement : public testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenPlacement, MatchesExpected)
+{
+    const std::string path = kDir + "/" + GetParam();
+    const Case c = read_case(path);
+    const std::string got = run_case(c);
+    if (std::getenv("M2G_REGOLD")) {
+        std::ofstream(path) << c.head << got;
+        return;
+    }
+    EXPECT_EQ(got, c.expect) << path;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GoldenPlacement, testing::ValuesIn(case_files()),
+                         [](const testing::TestParamInfo<std::string>& i) {
+                             std::string n = i.param.substr(0, i.param.size() - 5);
+                             std::replace(n.begin(), n.end(), '-', '_');
+                             return n;
+                         });
+
+TEST(Placement, AllCasesArePresent)
+{
+    EXPECT_EQ(case_files().size(), 9u);
+}
+
+TEST(Placement, SegmentsMustDivideTheJob)
+{
+    Model m = load_model(M2G_FIXTURES "/nvl72-8rack.conf");
+    Engine e(m);
+    std::vector<uint8_t> all(m.nodes.size(), 1);
+    Placement p = e.place(parse_request("nodes=20,segment=8", 4), all, {});
+    EXPECT_FALSE(p.ok);
+    EXPECT_EQ(p.reason, "20 nodes are not a whole number of segments of 8; ask for a multiple of --m2g-segment");
+}
+
+TEST(Placement, SparePerDomainIsKeptFree)
+{
+    Model m = load_model(M2G_FIXTURES "/nvl72-8rack.conf");
+    Engine e(m);
+    std::vector<uint8_t> all(m.nodes.size(), 1);
+    Placement p = e.place(parse_request("nodes=17,spare=1,topology=strict", 4), all, {});
+    ASSERT_TRUE(p.ok);
+    EXPECT_EQ(p.nodes.size(), 17u);
+    EXPECT_FALSE(e.place(parse_request("nodes=18,spare=1,topology=strict", 4), all, {}).ok);
+}
+
+TEST(Placement, PreferFallsBackOnlyAfterItsWait)
+{
+    Model m = load_model(M2G_FIXTURES "/nvl72-8rack.conf");
+    Engine e(m);
+    std::vector<uint8_t> usable(m.nodes.size(), 1);
+    for (int d = 0; d < 8; ++d)
+        for (int k = 0; k < 10; ++k)
+            usable[m.domains[d].nodes[k]] = 0;  // 8 free in every rack
+    EXPECT_FALSE(e.place(parse_request("nodes=12,topology=prefer", 4), usable, {}).ok);
+    Placement p = e.place(parse_request("nodes=12,topology=prefer,fallback=yes", 4), usable, {});
+    ASSERT_TRUE(p.ok);
+    EXPECT_FALSE(p.meets_intent);
+    EXPECT_EQ(p.domains_used, 2);
+    EXPECT_TRUE(e.place(parse_request("nodes=12,topology=any", 4), usable, {}).ok);
+}
+
+TEST(Placement, RequestErrors)
+{
+    auto msg = [](const char* r) {
+        try {
+            parse_request(r, 4);
+        } catch (const ParseError& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_EQ(msg("cores=4"), "request: unknown key 'cores'; accepted: nodes, gpus, segment, topology, fallback, spare "
+                              "(e.g. gpus=72,topology=strict:nvlink)");
+    EXPECT_EQ(msg("nodes=0"), "request nodes=0: expected a whole number from 1 to 1000000");
+    EXPECT_EQ(msg("segment=4"), "request 'segment=4': give nodes=N or gpus=N");
+    EXPECT_EQ(parse_request("gpus=72", 4).nodes, 18);
+    EXPECT_EQ(parse_request("gpus=10", 4).nodes, 3);
+}
