@@ -17,6 +17,7 @@
 
 #include "topology/error.hpp"
 #include "topology/hostlist.hpp"
+#include "topology/intent.hpp"
 #include "topology/well_known.hpp"
 
 namespace m2g {
@@ -47,7 +48,8 @@ const LineKind kDomainLine{kw::kDomainName, {kw::kNodes, kw::kSize, kw::kNVLinkG
 const LineKind kSwitchLine{kw::kSwitchName,
                            {kw::kLevel, kw::kLinkGbps, kw::kSwitches, kw::kDomains, kw::kNodes}};
 const LineKind kFaultLine{kw::kFaultDomain, {kw::kType, kw::kNodes, kw::kDomains, kw::kPowerBudgetKW}};
-const std::vector<const char*> kGlobalKeys{kw::kClusterName, kw::kSitePowerBudgetKW};
+const std::vector<const char*> kGlobalKeys{kw::kClusterName,    kw::kSitePowerBudgetKW, kw::kDefaultTopology,
+                                           kw::kPreferWaitSec, kw::kSparePerDomain,    kw::kHealthFile};
 const std::vector<const char*> kLineHeads{kw::kNodeName, kw::kDomainName, kw::kSwitchName, kw::kFaultDomain};
 
 std::string single_name(const Line& line, const char* head)
@@ -149,10 +151,30 @@ ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
             if (!globals_seen.insert(canon).second)
                 throw ParseError(line.loc.str() + ": " + canon + " is set twice");
             const std::string& value = line.pairs[0].value;
-            if (canon == std::string(kw::kClusterName))
+            const std::string key = canon;
+            if (key == kw::kClusterName) {
                 spec.cluster_name = value;
-            else
+            } else if (key == kw::kSitePowerBudgetKW) {
                 spec.site_power_budget_kw = parse_number(line.loc, canon, value);
+            } else if (key == kw::kDefaultTopology) {
+                JobIntent probe;
+                try {
+                    apply_option(probe, kw::kOptTopology, value, 0);
+                } catch (const ParseError& e) {
+                    std::string msg = e.what();
+                    msg = msg.substr(msg.find(": ") + 2);
+                    throw ParseError(line.loc.str() + ": DefaultTopology=" + value + ": " + msg);
+                }
+                spec.policy.default_topology = value;
+            } else if (key == kw::kPreferWaitSec) {
+                spec.policy.prefer_wait_sec = parse_integer(line.loc, canon, value, 0, 7 * 86400);
+            } else if (key == kw::kSparePerDomain) {
+                spec.policy.spare_per_domain = parse_integer(line.loc, canon, value, 0, 1024);
+            } else {
+                if (value[0] != '/')
+                    throw ParseError(line.loc.str() + ": HealthFile=" + value + " needs an absolute path");
+                spec.policy.health_file = value;
+            }
         }
     }
     return spec;
@@ -291,6 +313,7 @@ Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings)
     Model m;
     m.cluster_name = spec.cluster_name;
     m.site_power_budget_kw = spec.site_power_budget_kw;
+    m.policy = spec.policy;
     auto warn = [&](std::string w) {
         if (warnings)
             warnings->push_back(std::move(w));

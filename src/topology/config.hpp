@@ -61,6 +61,7 @@ struct FaultDomainSpec {
 struct ConfigSpec {
     std::string cluster_name;
     double site_power_budget_kw = 0;
+    PlacementPolicy policy;
     std::vector<NodeSpec> nodes;
     std::vector<DomainSpec> domains;
     std::vector<SwitchSpec> switches;

@@ -70,9 +70,18 @@ struct FaultDomain {
     double power_budget_kw = 0;
 };
 
+// How select/m2g treats jobs (m2g.conf global keys).
+struct PlacementPolicy {
+    std::string default_topology = "prefer:nvlink";  // as --m2g-topology
+    int prefer_wait_sec = 300;
+    int spare_per_domain = 0;
+    std::string health_file;  // "" none
+};
+
 struct Model {
     std::string cluster_name;
     double site_power_budget_kw = 0;
+    PlacementPolicy policy;
     std::vector<Node> nodes;     // declaration order; Node::rank is tree order
     std::vector<Domain> domains;
     std::vector<Switch> switches;  // declaration order

@@ -15,6 +15,10 @@ inline constexpr const char* kFaultDomain = "FaultDomain";  // rack, row, PDU, p
 // ---- m2g.conf: global keys (alone on their line) ------------------------
 inline constexpr const char* kClusterName = "ClusterName";              // informational name
 inline constexpr const char* kSitePowerBudgetKW = "SitePowerBudgetKW";  // site power budget, kW
+inline constexpr const char* kDefaultTopology = "DefaultTopology";      // select/m2g: intent of jobs without one
+inline constexpr const char* kPreferWaitSec = "PreferWaitSec";          // select/m2g: prefer falls back after this
+inline constexpr const char* kSparePerDomain = "SparePerDomain";        // select/m2g: free nodes kept per domain
+inline constexpr const char* kHealthFile = "HealthFile";                // select/m2g: degraded/fault/over-limit feed
 
 // ---- m2g.conf: attributes -----------------------------------------------
 inline constexpr const char* kGpus = "Gpus";                    // NodeName: GPUs per node

@@ -119,7 +119,8 @@ TEST(ConfigErrors, UnknownKeyNamesLineAndAcceptedKeys)
               "PowerBudgetKW");
     EXPECT_EQ(error_of("NodeName=n1 Gpus=4\nRackName=r1\n"),
               "m2g.conf:2: unknown key 'RackName'; a line starts with one of NodeName, DomainName, SwitchName, "
-              "FaultDomain, or is one of ClusterName, SitePowerBudgetKW");
+              "FaultDomain, or is one of ClusterName, SitePowerBudgetKW, DefaultTopology, PreferWaitSec, SparePerDomain, "
+              "HealthFile");
 }
 
 TEST(ConfigErrors, DuplicateNode)
@@ -219,6 +220,23 @@ TEST(ConfigErrors, BadValues)
     EXPECT_EQ(error_of("ClusterName=a Gpus=4\n"), "m2g.conf:1: ClusterName stands alone on its line");
     EXPECT_EQ(error_of("# nothing\n"), "no nodes declared: add NodeName=<hostlist> lines");
     EXPECT_NE(error_of("NodeName=n[1-\n").find("m2g.conf:1: NodeName=: "), std::string::npos);
+}
+
+TEST(Config, PlacementPolicyKeys)
+{
+    Model m = build("DefaultTopology=strict:leaf\nPreferWaitSec=60\nSparePerDomain=1\nHealthFile=/run/m2g/health.json\n"
+                    "NodeName=n1\n");
+    EXPECT_EQ(m.policy.default_topology, "strict:leaf");
+    EXPECT_EQ(m.policy.prefer_wait_sec, 60);
+    EXPECT_EQ(m.policy.spare_per_domain, 1);
+    EXPECT_EQ(m.policy.health_file, "/run/m2g/health.json");
+    EXPECT_EQ(build("NodeName=n1\n").policy.default_topology, "prefer:nvlink");
+    EXPECT_EQ(error_of("DefaultTopology=tight\nNodeName=n1\n"),
+              "m2g.conf:1: DefaultTopology=tight: expected strict, prefer or any, optionally followed by :nvlink, leaf or "
+              "spine (e.g. strict:nvlink)");
+    EXPECT_EQ(error_of("HealthFile=health.json\nNodeName=n1\n"), "m2g.conf:1: HealthFile=health.json needs an absolute path");
+    EXPECT_EQ(error_of("PreferWaitSec=-5\nNodeName=n1\n"),
+              "m2g.conf:1: PreferWaitSec=-5 is not valid; expected a whole number from 0 to 604800");
 }
 
 TEST(ConfigErrors, MissingFileNamesThePath)

@@ -79,8 +79,10 @@ int option_cb(int val, const char* optarg, int remote)
 {
     try {
         const auto& specs = m2g::option_specs();
-        if (val < 0 || static_cast<size_t>(val) >= specs.size())
+        if (val < 0 || static_cast<size_t>(val) >= specs.size()) {
+            slurm_error("%sunknown option id %d", kLog, val);
             return -1;
+        }
         m2g::apply_option(g_options, specs[val].name, optarg ? optarg : "", static_cast<int64_t>(std::time(nullptr)));
         g_given.insert(specs[val].name);
         return 0;
@@ -109,6 +111,21 @@ std::optional<std::string> process_env(const char* name)
     return v ? std::optional<std::string>(v) : std::nullopt;
 }
 
+// A variable of the job's environment, of any length (spank_getenv needs
+// a buffer: grow it until the value fits).
+std::optional<std::string> job_getenv(spank_t sp, const char* name)
+{
+    for (size_t len = 4096; len <= (1u << 22); len *= 8) {
+        std::vector<char> buf(len);
+        const spank_err_t rc = spank_getenv(sp, name, buf.data(), static_cast<int>(len));
+        if (rc == ESPANK_SUCCESS)
+            return std::string(buf.data());
+        if (rc != ESPANK_NOSPACE)
+            return std::nullopt;
+    }
+    return std::nullopt;
+}
+
 uint32_t job_id_of(spank_t sp)
 {
     uint32_t id = 0;
@@ -126,7 +143,11 @@ struct ScriptJob {
     m2g::JobIntent intent;
 };
 
-ScriptJob script_job(spank_t sp)
+// `with_intent`: the prolog labels the textfile with the job's intent; a
+// malformed SPANK_M2G_* entry (spank_job_env comes from the client) is
+// logged and the labels left out, never a prolog failure that would drain
+// the node. The epilog needs no intent at all.
+ScriptJob script_job(spank_t sp, bool with_intent)
 {
     ScriptJob j;
     j.id = job_id_of(sp);
@@ -134,10 +155,16 @@ ScriptJob script_job(spank_t sp)
     j.node = node ? node : "";
     if (const char* gpus = std::getenv("SLURM_JOB_GPUS"))
         j.gpus = m2g::parse_gpu_indices(gpus);
+    if (!with_intent)
+        return j;
     std::vector<std::string> env;
     for (char** e = environ; e && *e; ++e)
         env.emplace_back(*e);
-    j.intent = m2g::decode_intent(env);
+    try {
+        j.intent = m2g::decode_intent(env);
+    } catch (const std::exception& e) {
+        slurm_error("%sprolog: job %u: %s; telemetry labels left empty", kLog, j.id, e.what());
+    }
     return j;
 }
 
@@ -158,7 +185,7 @@ int guarded(const char* where, F&& f)
 
 extern "C" int slurm_spank_init(spank_t sp, int ac, char** av)
 {
-    return guarded("plugstack.conf", [&]() {
+    return guarded("spank_m2g.so", [&]() {
         g_args = m2g::parse_spank_args(std::vector<std::string>(av, av + ac));
         const spank_context_t ctx = spank_context();
         if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR || ctx == S_CTX_REMOTE) {
@@ -207,12 +234,7 @@ extern "C" int slurm_spank_init_post_opt(spank_t sp, int ac, char** av)
                 g_resolved = m2g::decode_intent(submitted);
                 return 0;
             }
-            resolve([sp](const char* name) -> std::optional<std::string> {
-                char buf[4096];
-                if (spank_getenv(sp, name, buf, sizeof buf) == ESPANK_SUCCESS)
-                    return std::string(buf);
-                return std::nullopt;
-            });
+            resolve([sp](const char* name) { return job_getenv(sp, name); });
             return 0;
         });
     }
@@ -226,14 +248,14 @@ extern "C" int slurm_spank_user_init(spank_t sp, int ac, char** av)
     return guarded("task environment", [&]() {
         const uint32_t id = job_id_of(sp);
         for (const auto& [key, value] : m2g::encode_intent(g_resolved))
-            if (key != m2g::kw::kEnvExplain)  // a submission-time request, not for the job's own sruns
-                spank_setenv(sp, key.c_str(), value.c_str(), 1);
+            if (key != m2g::kw::kEnvExplain &&  // a submission-time request, not for the job's own sruns
+                spank_setenv(sp, key.c_str(), value.c_str(), 1) != ESPANK_SUCCESS)
+                slurm_error("%scannot set %s", kLog, key.c_str());
         spank_setenv(sp, m2g::kw::kEnvJobId, std::to_string(id).c_str(), 1);
-        char buf[8192] = "";
-        if (spank_getenv(sp, m2g::kw::kEnvOtel, buf, sizeof buf) != ESPANK_SUCCESS)
-            buf[0] = '\0';
-        const std::string otel = m2g::otel_extend(buf, m2g::otel_attributes(id, g_resolved));
-        spank_setenv(sp, m2g::kw::kEnvOtel, otel.c_str(), 1);
+        const std::string otel =
+            m2g::otel_extend(job_getenv(sp, m2g::kw::kEnvOtel).value_or(""), m2g::otel_attributes(id, g_resolved));
+        if (spank_setenv(sp, m2g::kw::kEnvOtel, otel.c_str(), 1) != ESPANK_SUCCESS)
+            slurm_error("%scannot set %s", kLog, m2g::kw::kEnvOtel);
         return 0;
     });
 }
@@ -246,7 +268,7 @@ extern "C" int slurm_spank_job_prolog(spank_t sp, int ac, char** av)
         g_args = m2g::parse_spank_args(std::vector<std::string>(av, av + ac));
         if (g_args.dcgm_dir.empty() && g_args.textfile_dir.empty())
             return 0;
-        const ScriptJob j = script_job(sp);
+        const ScriptJob j = script_job(sp, true);
         if (!g_args.dcgm_dir.empty() && !j.gpus.empty())
             m2g::dcgm_map_add(m2g::node_dir(g_args.dcgm_dir, j.node), j.gpus, j.id);
         if (!g_args.textfile_dir.empty())
@@ -263,7 +285,7 @@ extern "C" int slurm_spank_job_epilog(spank_t sp, int ac, char** av)
         g_args = m2g::parse_spank_args(std::vector<std::string>(av, av + ac));
         if (g_args.dcgm_dir.empty() && g_args.textfile_dir.empty())
             return 0;
-        const ScriptJob j = script_job(sp);
+        const ScriptJob j = script_job(sp, false);
         if (!g_args.dcgm_dir.empty() && !j.gpus.empty())
             m2g::dcgm_map_remove(m2g::node_dir(g_args.dcgm_dir, j.node), j.gpus, j.id);
         if (!g_args.textfile_dir.empty())

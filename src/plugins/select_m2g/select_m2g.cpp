@@ -1,0 +1,494 @@
+// select/m2g: NVLink-, fabric-, health- and power-aware node selection,
+// wrapping Slurm's own select/cons_tres.
+//
+// Identity (see select_m2g(8) for the trade-off): this file builds
+// select_cons_tres.so with cons_tres's plugin id 109, installed in m2g's own
+// plugin directory, which slurm.conf lists first in PluginDir. Slurm loads
+// the first select_cons_tres.so it finds, so SelectType stays
+// select/cons_tres and every check Slurm makes on that name (slurmd's CPU
+// accounting, heterogeneous GRES, dynamic nodes) and stock clients, which
+// unpack node data by plugin id, keep working. This wrapper loads the stock
+// cons_tres by absolute path and forwards every call to it; cons_tres keeps
+// all resource accounting. In select_p_job_test, in every mode (run now,
+// test only, will run), it narrows the nodes offered to cons_tres to the
+// placement m2g's engine chose, and records why in AdminComment.
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <ctime>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "topology/cluster_state.hpp"
+#include "topology/config.hpp"
+#include "topology/intent.hpp"
+#include "topology/placement.hpp"
+#include "topology/span.hpp"
+#include "topology/well_known.hpp"
+
+// Slurm's headers are C; select.h's ops table trips C++'s -Wparentheses.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wparentheses"
+extern "C" {
+#include "config.h"  // Slurm's, from --with-slurm-source
+
+#include "slurm/slurm.h"
+#include "slurm/slurm_errno.h"
+#include "src/common/bitstring.h"
+#include "src/common/gres.h"
+#include "src/common/list.h"
+#include "src/common/log.h"
+#include "src/common/node_conf.h"
+#include "src/common/read_config.h"
+#include "src/common/select.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/slurmctld.h"
+}
+#pragma GCC diagnostic pop
+
+#ifndef M2G_STOCK_PLUGINDIR
+#error "M2G_STOCK_PLUGINDIR (the installed Slurm's plugin directory) must be defined by the build"
+#endif
+
+extern "C" const char plugin_name[] = "m2g node selection (select/m2g) over Consumable Resources (cons_tres)";
+extern "C" const char plugin_type[] = "select/cons_tres";
+extern "C" const uint32_t plugin_id = SELECT_PLUGIN_CONS_TRES;
+extern "C" const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+#if SLURM_VERSION_NUMBER != SLURM_VERSION_NUM(22, 5, 8)
+#warning "select/m2g is tested only with Slurm 22.05.8; the select plugin API changes between releases"
+#endif
+
+namespace {
+
+constexpr const char* kLog = "m2g: select: ";
+constexpr const char* kStock = M2G_STOCK_PLUGINDIR "/select_cons_tres.so";
+
+// ---- the stock cons_tres -----------------------------------------------------
+// Symbol names in the order of slurm_select_ops_t (src/common/select.c).
+const char* const kSyms[] = {
+    "plugin_id", "select_p_state_save", "select_p_state_restore", "select_p_job_init", "select_p_node_init",
+    "select_p_job_test", "select_p_job_begin", "select_p_job_ready", "select_p_job_expand", "select_p_job_resized",
+    "select_p_job_signal", "select_p_job_fini", "select_p_job_suspend", "select_p_job_resume",
+    "select_p_step_pick_nodes", "select_p_step_start", "select_p_step_finish", "select_p_select_nodeinfo_pack",
+    "select_p_select_nodeinfo_unpack", "select_p_select_nodeinfo_alloc", "select_p_select_nodeinfo_free",
+    "select_p_select_nodeinfo_set_all", "select_p_select_nodeinfo_set", "select_p_select_nodeinfo_get",
+    "select_p_select_jobinfo_alloc", "select_p_select_jobinfo_free", "select_p_select_jobinfo_set",
+    "select_p_select_jobinfo_get", "select_p_select_jobinfo_copy", "select_p_select_jobinfo_pack",
+    "select_p_select_jobinfo_unpack", "select_p_select_jobinfo_sprint", "select_p_select_jobinfo_xstrdup",
+    "select_p_get_info_from_plugin", "select_p_update_node_config", "select_p_reconfigure", "select_p_resv_test",
+};
+static_assert(sizeof(kSyms) / sizeof(kSyms[0]) * sizeof(void*) == sizeof(slurm_select_ops_t),
+              "slurm_select_ops_t and the symbol list disagree");
+
+void* g_handle = nullptr;
+slurm_select_ops_t g_ops;
+
+bool load_stock()
+{
+    if (g_handle)
+        return true;
+    g_handle = dlopen(kStock, RTLD_LAZY | RTLD_LOCAL);
+    if (!g_handle) {
+        error("%scannot load %s: %s", kLog, kStock, dlerror());
+        return false;
+    }
+    void** slots = reinterpret_cast<void**>(&g_ops);
+    for (size_t i = 0; i < sizeof(kSyms) / sizeof(kSyms[0]); ++i) {
+        slots[i] = dlsym(g_handle, kSyms[i]);
+        if (!slots[i]) {
+            error("%s%s lacks %s: not the select/cons_tres this was built for", kLog, kStock, kSyms[i]);
+            dlclose(g_handle);
+            g_handle = nullptr;
+            return false;
+        }
+    }
+    return true;
+}
+
+// ---- m2g state (slurmctld only) ---------------------------------------------
+struct State {
+    std::unique_ptr<m2g::Model> model;
+    std::unique_ptr<m2g::Engine> engine;
+    std::vector<int> slurm_to_model;  // Slurm node index -> model node index (or -1)
+    std::vector<int> model_to_slurm;  // model node index -> Slurm node index (or -1)
+    int node_count = -1;              // node_record_count the map was built for
+    std::vector<uint8_t> usable;      // scratch, per model node
+    m2g::ClusterState health;
+    time_t health_mtime = 0;
+    time_t health_checked = 0;
+};
+State g;
+
+std::string conf_path()
+{
+    if (const char* env = getenv(m2g::kw::kConfEnv))
+        if (*env)
+            return env;
+    char* p = get_extra_conf_path(const_cast<char*>(m2g::kw::kConfFile));
+    std::string path = p ? p : m2g::kw::kConfFile;
+    xfree(p);
+    return path;
+}
+
+// (Re)load m2g.conf; keep the previous model when the new one is broken.
+void load_model()
+{
+    try {
+        auto m = std::make_unique<m2g::Model>(m2g::load_model(conf_path()));
+        g.engine = std::make_unique<m2g::Engine>(*m);
+        g.model = std::move(m);
+        g.node_count = -1;
+        g.health_mtime = 0;
+        verbose("%sm2g.conf loaded: %zu nodes, %zu NVLink domains", kLog, g.model->nodes.size(),
+                g.model->domains.size());
+    } catch (const std::exception& e) {
+        error("%s%s%s", kLog, e.what(), g.model ? "; keeping the previous m2g.conf in force" : "; jobs are placed by cons_tres alone");
+    }
+}
+
+void map_nodes()
+{
+    if (g.node_count == node_record_count)
+        return;
+    g.slurm_to_model.assign(node_record_count, -1);
+    g.model_to_slurm.assign(g.model->nodes.size(), -1);
+    node_record_t* node;
+    for (int i = 0; (node = next_node(&i)); ++i) {
+        const int mi = g.model->find_node(node->name);
+        g.slurm_to_model[node->index] = mi;
+        if (mi >= 0)
+            g.model_to_slurm[mi] = node->index;
+    }
+    g.usable.assign(g.model->nodes.size(), 0);
+    g.node_count = node_record_count;
+}
+
+// The health feed (HealthFile=): re-read when it changes, checked at most
+// every 5 s; a broken file keeps the last good state.
+void refresh_health()
+{
+    const std::string& path = g.model->policy.health_file;
+    const time_t now = time(nullptr);
+    if (path.empty() || now - g.health_checked < 5)
+        return;
+    g.health_checked = now;
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0 || st.st_mtime == g.health_mtime)
+        return;
+    try {
+        g.health = m2g::read_state_json(path, *g.model).health;
+        g.health_mtime = st.st_mtime;
+        verbose("%shealth feed %s read", kLog, path.c_str());
+    } catch (const std::exception& e) {
+        g.health_mtime = st.st_mtime;  // warn once per version of the file
+        error("%shealth feed: %s; keeping the last good state", kLog, e.what());
+    }
+}
+
+// GPUs per node the job asks for (0: none or unknown).
+int gpus_per_node(job_record_t* job, uint32_t nodes)
+{
+    if (!job->gres_list_req)
+        return 0;
+    uint64_t per_node = 0;
+    ListIterator it = list_iterator_create(job->gres_list_req);
+    gres_state_t* gs;
+    while ((gs = static_cast<gres_state_t*>(list_next(it)))) {
+        if (!gs->gres_name || strcmp(gs->gres_name, "gpu"))
+            continue;
+        auto* js = static_cast<gres_job_state_t*>(gs->gres_data);
+        if (js->gres_per_node)
+            per_node = std::max<uint64_t>(per_node, js->gres_per_node);
+        else if (js->gres_per_job && nodes)
+            per_node = std::max<uint64_t>(per_node, (js->gres_per_job + nodes - 1) / nodes);
+    }
+    list_iterator_destroy(it);
+    return static_cast<int>(per_node);
+}
+
+// GPUs not yet allocated on a node.
+int free_gpus(node_record_t* node)
+{
+    if (!node->gres_list)
+        return 0;
+    uint64_t avail = 0;
+    ListIterator it = list_iterator_create(node->gres_list);
+    gres_state_t* gs;
+    while ((gs = static_cast<gres_state_t*>(list_next(it)))) {
+        if (!gs->gres_name || strcmp(gs->gres_name, "gpu"))
+            continue;
+        auto* ns = static_cast<gres_node_state_t*>(gs->gres_data);
+        if (ns->gres_cnt_avail > ns->gres_cnt_alloc)
+            avail += ns->gres_cnt_avail - ns->gres_cnt_alloc;
+    }
+    list_iterator_destroy(it);
+    return static_cast<int>(avail);
+}
+
+m2g::JobIntent job_intent(job_record_t* job)
+{
+    std::vector<std::string> env;
+    if (job->spank_job_env)
+        for (uint32_t i = 0; i < job->spank_job_env_size; ++i)
+            if (job->spank_job_env[i])
+                env.emplace_back(job->spank_job_env[i]);
+    try {
+        return m2g::decode_intent(env);
+    } catch (const std::exception& e) {
+        error("%sJobId=%u: %s; using the defaults", kLog, job->job_id, e.what());
+        return {};
+    }
+}
+
+// Put `segment` into AdminComment as "m2g:[...]", replacing an earlier m2g
+// segment and keeping any other text (other tools write there too).
+void annotate(job_record_t* job, const std::string& segment)
+{
+    std::string text = segment;
+    std::replace(text.begin(), text.end(), ']', ')');
+    std::string comment = job->admin_comment ? job->admin_comment : "";
+    const auto start = comment.find("m2g:[");
+    if (start != std::string::npos) {
+        const auto end = comment.find(']', start);
+        comment.erase(start, end == std::string::npos ? std::string::npos : end - start + 1);
+        while (!comment.empty() && comment.back() == ' ')
+            comment.pop_back();
+    }
+    comment += (comment.empty() ? "" : " ") + std::string("m2g:[") + text + "]";
+    xfree(job->admin_comment);
+    job->admin_comment = xstrdup(comment.c_str());
+}
+
+std::string names(const m2g::Model& m, const std::vector<int>& idx, bool switches)
+{
+    std::string out;
+    for (int i : idx)
+        out += (out.empty() ? "" : ",") + (switches ? m.switches[i].name : m.domains[i].name);
+    return out;
+}
+
+// The annotation after cons_tres chose nodes from the narrowed set.
+std::string placed_segment(const m2g::Model& m, bitstr_t* chosen, const std::string& policy, const m2g::Placement& p)
+{
+    std::vector<std::string> nodes;
+    for (int i = 0; i < node_record_count; ++i)
+        if (bit_test(chosen, i) && node_record_table_ptr[i])
+            nodes.push_back(node_record_table_ptr[i]->name);
+    const m2g::Span s = m2g::span_of(m, nodes);
+    std::vector<int> doms, leaves = s.leaf_switches;
+    for (const auto& u : s.domains)
+        doms.push_back(u.domain);
+    char score[32];
+    snprintf(score, sizeof score, "%g", p.score);
+    return "domains=" + (doms.empty() ? std::string("-") : names(m, doms, false)) +
+           " leaves=" + (leaves.empty() ? std::string("-") : names(m, leaves, true)) + " policy=" + policy +
+           " score=" + score + " reason=" + p.reason;
+}
+
+}  // namespace
+
+// ---- plugin entry points -------------------------------------------------------
+
+extern "C" int init(void)
+{
+    try {
+        if (!load_stock())
+            return SLURM_ERROR;
+        auto stock_init = reinterpret_cast<int (*)(void)>(dlsym(g_handle, "init"));
+        if (stock_init && stock_init() != SLURM_SUCCESS)
+            return SLURM_ERROR;
+        if (running_in_slurmctld()) {
+            load_model();
+            info("%sselect/m2g active, wrapping %s", kLog, kStock);
+        }
+        return SLURM_SUCCESS;
+    } catch (...) {
+        error("%sunexpected error at init", kLog);
+        return SLURM_ERROR;
+    }
+}
+
+extern "C" int fini(void)
+{
+    if (!g_handle)
+        return SLURM_SUCCESS;
+    auto stock_fini = reinterpret_cast<int (*)(void)>(dlsym(g_handle, "fini"));
+    const int rc = stock_fini ? stock_fini() : SLURM_SUCCESS;
+    g.engine.reset();
+    g.model.reset();
+    return rc;
+}
+
+extern "C" int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
+                                 uint32_t req_nodes, uint16_t mode, List preemptee_candidates,
+                                 List* preemptee_job_list, bitstr_t* exc_core_bitmap)
+{
+    auto stock = [&](bitstr_t* bm) {
+        return g_ops.job_test(job_ptr, bm, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
+                              preemptee_job_list, exc_core_bitmap);
+    };
+    if (!g.model || !job_ptr || !job_ptr->details || !bitmap)
+        return stock(bitmap);
+    try {
+        // Jobs that name their nodes or want contiguous ones keep Slurm's way.
+        if (job_ptr->details->req_node_bitmap || job_ptr->details->contiguous)
+            return stock(bitmap);
+        m2g::JobIntent intent = job_intent(job_ptr);
+        std::string policy = m2g::locality_string(intent);
+        if (policy.empty()) {
+            policy = g.model->policy.default_topology;
+            m2g::apply_option(intent, m2g::kw::kOptTopology, policy, 0);
+        }
+        if (intent.locality == m2g::Locality::Any)
+            return stock(bitmap);
+
+        map_nodes();
+        refresh_health();
+        const uint32_t nodes = req_nodes > min_nodes ? std::min(req_nodes, max_nodes ? max_nodes : req_nodes)
+                                                     : min_nodes;
+        const int gpn = gpus_per_node(job_ptr, nodes);
+        const bool planning = SELECT_IS_MODE_WILL_RUN(mode) || SELECT_IS_MODE_TEST_ONLY(mode);
+        // fill_usable(now): the nodes offered that have the job's GPUs free
+        // now; with now == false, every node offered (planning asks about
+        // the future: when could the job run, and where).
+        auto fill_usable = [&](bool now) {
+            std::fill(g.usable.begin(), g.usable.end(), 0);
+            const int last = bit_fls(bitmap);
+            for (int i = bit_ffs(bitmap); i >= 0 && i <= last && i < node_record_count; ++i) {
+                if (!bit_test(bitmap, i))
+                    continue;
+                const int mi = g.slurm_to_model[i];
+                if (mi >= 0 && (!now || gpn == 0 || free_gpus(node_record_table_ptr[i]) >= gpn))
+                    g.usable[mi] = 1;
+            }
+        };
+        m2g::PlacementRequest req;
+        req.nodes = static_cast<int>(nodes);
+        req.segment = intent.segment;
+        req.locality = intent.locality;
+        req.level = intent.level;
+        req.spare_per_domain = g.model->policy.spare_per_domain;
+        const time_t since = job_ptr->details->begin_time ? job_ptr->details->begin_time : job_ptr->details->submit_time;
+        req.fallback = intent.locality == m2g::Locality::Prefer &&
+                       time(nullptr) - since >= g.model->policy.prefer_wait_sec;
+        // Placements on nodes free now come first, also when planning, so
+        // backfill starts what can start now; planning then looks further.
+        fill_usable(true);
+        m2g::Placement p = g.engine->place(req, g.usable, g.health);
+        if (!p.ok && planning) {
+            fill_usable(false);
+            p = g.engine->place(req, g.usable, g.health);
+        }
+
+        if (!p.ok) {
+            if (SELECT_IS_MODE_RUN_NOW(mode))
+                annotate(job_ptr, "waiting policy=" + policy + " reason=" + p.reason);
+            // Best effort is allowed: cons_tres decides on everything offered.
+            if (req.locality == m2g::Locality::Prefer && req.fallback)
+                return stock(bitmap);
+            return SLURM_ERROR;
+        }
+        bitstr_t* narrowed = bit_alloc(bit_size(bitmap));
+        for (int mi : p.nodes)
+            if (g.model_to_slurm[mi] >= 0)
+                bit_set(narrowed, g.model_to_slurm[mi]);
+        const int rc = stock(narrowed);
+        if (rc == SLURM_SUCCESS) {
+            bit_copybits(bitmap, narrowed);
+            if (SELECT_IS_MODE_RUN_NOW(mode))
+                annotate(job_ptr, placed_segment(*g.model, bitmap, policy, p));
+        }
+        FREE_NULL_BITMAP(narrowed);
+        if (rc == SLURM_SUCCESS || intent.locality == m2g::Locality::Strict || !req.fallback)
+            return rc;
+        return stock(bitmap);  // prefer, wait over: cons_tres on everything
+    } catch (const std::exception& e) {
+        error("%sJobId=%u: %s; cons_tres decides alone", kLog, job_ptr->job_id, e.what());
+    } catch (...) {
+        error("%sJobId=%u: unexpected error; cons_tres decides alone", kLog, job_ptr->job_id);
+    }
+    return stock(bitmap);
+}
+
+extern "C" int select_p_reconfigure(void)
+{
+    if (running_in_slurmctld())
+        load_model();
+    return g_ops.reconfigure();
+}
+
+// ---- everything else goes to cons_tres unchanged ------------------------------
+extern "C" {
+int select_p_state_save(char* dir) { return g_ops.state_save(dir); }
+int select_p_state_restore(char* dir) { return g_ops.state_restore(dir); }
+int select_p_job_init(List jobs) { return g_ops.job_init(jobs); }
+int select_p_node_init(void)
+{
+    g.node_count = -1;  // the node table may have changed
+    return g_ops.node_init();
+}
+int select_p_job_begin(job_record_t* j) { return g_ops.job_begin(j); }
+int select_p_job_ready(job_record_t* j) { return g_ops.job_ready(j); }
+int select_p_job_expand(job_record_t* a, job_record_t* b) { return g_ops.job_expand(a, b); }
+int select_p_job_resized(job_record_t* j, node_record_t* n) { return g_ops.job_resized(j, n); }
+int select_p_job_signal(job_record_t* j, int s) { return g_ops.job_signal(j, s); }
+int select_p_job_fini(job_record_t* j) { return g_ops.job_fini(j); }
+int select_p_job_suspend(job_record_t* j, bool i) { return g_ops.job_suspend(j, i); }
+int select_p_job_resume(job_record_t* j, bool i) { return g_ops.job_resume(j, i); }
+bitstr_t* select_p_step_pick_nodes(job_record_t* j, select_jobinfo_t* s, uint32_t c, bitstr_t** a)
+{
+    return g_ops.step_pick_nodes(j, s, c, a);
+}
+int select_p_step_start(step_record_t* s) { return g_ops.step_start(s); }
+int select_p_step_finish(step_record_t* s, bool k) { return g_ops.step_finish(s, k); }
+int select_p_select_nodeinfo_pack(select_nodeinfo_t* n, buf_t* b, uint16_t v) { return g_ops.nodeinfo_pack(n, b, v); }
+int select_p_select_nodeinfo_unpack(select_nodeinfo_t** n, buf_t* b, uint16_t v)
+{
+    return g_ops.nodeinfo_unpack(n, b, v);
+}
+select_nodeinfo_t* select_p_select_nodeinfo_alloc(void) { return g_ops.nodeinfo_alloc(); }
+int select_p_select_nodeinfo_free(select_nodeinfo_t* n) { return g_ops.nodeinfo_free(n); }
+int select_p_select_nodeinfo_set_all(void) { return g_ops.nodeinfo_set_all(); }
+int select_p_select_nodeinfo_set(job_record_t* j) { return g_ops.nodeinfo_set(j); }
+int select_p_select_nodeinfo_get(select_nodeinfo_t* n, enum select_nodedata_type t, enum node_states s, void* d)
+{
+    return g_ops.nodeinfo_get(n, t, s, d);
+}
+select_jobinfo_t* select_p_select_jobinfo_alloc(void) { return g_ops.jobinfo_alloc(); }
+int select_p_select_jobinfo_free(select_jobinfo_t* j) { return g_ops.jobinfo_free(j); }
+int select_p_select_jobinfo_set(select_jobinfo_t* j, enum select_jobdata_type t, void* d)
+{
+    return g_ops.jobinfo_set(j, t, d);
+}
+int select_p_select_jobinfo_get(select_jobinfo_t* j, enum select_jobdata_type t, void* d)
+{
+    return g_ops.jobinfo_get(j, t, d);
+}
+select_jobinfo_t* select_p_select_jobinfo_copy(select_jobinfo_t* j) { return g_ops.jobinfo_copy(j); }
+int select_p_select_jobinfo_pack(select_jobinfo_t* j, buf_t* b, uint16_t v) { return g_ops.jobinfo_pack(j, b, v); }
+int select_p_select_jobinfo_unpack(select_jobinfo_t** j, buf_t* b, uint16_t v)
+{
+    return g_ops.jobinfo_unpack(j, b, v);
+}
+char* select_p_select_jobinfo_sprint(select_jobinfo_t* j, char* b, size_t s, int m)
+{
+    return g_ops.jobinfo_sprint(j, b, s, m);
+}
+char* select_p_select_jobinfo_xstrdup(select_jobinfo_t* j, int m) { return g_ops.jobinfo_xstrdup(j, m); }
+int select_p_get_info_from_plugin(enum select_plugindata_info i, job_record_t* j, void* d)
+{
+    return g_ops.get_info_from_plugin(i, j, d);
+}
+int select_p_update_node_config(int i) { return g_ops.update_node_config(i); }
+bitstr_t* select_p_resv_test(resv_desc_msg_t* r, uint32_t c, bitstr_t* a, bitstr_t** core)
+{
+    return g_ops.resv_test(r, c, a, core);
+}
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# select/m2g on the real 144-node testbed, against stock cons_tres with
+# topology/tree in the same test: where a rack-sized job lands on a busy
+# cluster, strict waiting, health, backfill, stock clients and a slurmctld
+# crash with jobs running.
+# shellcheck source=test/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+M2G=${M2G_BUILDDIR:?}/src/cli/m2g
+T=$(mktemp -d)
+trap 'rm -rf "$T"; _tb_on_exit' EXIT
+
+where() { "$M2G" topology locate "$TB_DIR/etc/m2g.conf" "$1"; }
+# A realistic start: small jobs hold the first 10 nodes of rack 1.
+make_busy() { sbatch --parsable -J busy -N10 -w 'r01n[01-10]' --exclusive --gres=gpu:4 --wrap 'sleep 600'; }
+rack_job() {  # a 72-GPU job: 18 nodes x 4 GPUs
+	sbatch --parsable -J rack -N18 --exclusive --gres=gpu:4 "$@" --wrap 'srun true; sleep 5'
+}
+
+# --- (a) stock cons_tres + topology/tree of the InfiniBand fabric ----------
+# What a site without m2g runs: the leaf switches know their nodes, nothing
+# knows the NVLink racks.
+tb_up --racks 8 --stock
+cat >"$TB_DIR/etc/topology.conf" <<EOT
+SwitchName=leaf01 Nodes=r0[1-4]n[01-18]
+SwitchName=leaf02 Nodes=r0[5-8]n[01-18]
+SwitchName=spine01 Switches=leaf[01-02]
+EOT
+scontrol reconfigure
+sleep 1
+b=$(make_busy); wait_job_state "$b" RUNNING 60
+j=$(rack_job); wait_job_state "$j" COMPLETED 120
+stock_where=$(where "$(job_nodelist "$j")")
+diag "stock cons_tres: $stock_where"
+ok "[[ '$stock_where' != *'in 1 NVLink domain'* ]]" "stock cons_tres+topology/tree splits the 72-GPU job across racks"
+tb_down
+
+# --- the same sequence with select/m2g -----------------------------------------
+tb_up --racks 8
+ok "scontrol show config | grep -Eq '^SelectType +=  *select/cons_tres'" "SelectType stays select/cons_tres (m2g shadows it)"
+ok "grep -q 'm2g: select: select/m2g active' '$TB_DIR/log/slurmctld.log'" "slurmctld loaded select/m2g"
+b=$(make_busy); wait_job_state "$b" RUNNING 60
+j=$(rack_job); wait_job_state "$j" COMPLETED 120
+is "$(where "$(job_nodelist "$j")")" "18 nodes in 1 NVLink domain (nvl02 18/18, whole) under 1 leaf switch (leaf01)" \
+	"select/m2g keeps the 72-GPU job in one whole NVLink domain"
+ac=$(sacct_field "$j" AdminComment)
+ok "[[ '$ac' == 'm2g:[domains=nvl02 leaves=leaf01 policy=prefer:nvlink score=0 reason=nvl02, best fit (0 of 18 nodes left free there)]' ]]" \
+	"sacct shows the m2g: placement segment in AdminComment"
+diag "AdminComment: $ac"
+scancel -n busy
+
+# --- (b) a strict job waits for a whole domain, (d) backfill goes around it ---
+# One node busy in every rack for a while; rack 3's frees first.
+holders=()
+for r in 1 2 4 5 6 7 8; do holders+=("$(sbatch --parsable -J hold -N1 -w "r0${r}n01" --exclusive --gres=gpu:4 --wrap 'sleep 600')"); done
+short=$(sbatch --parsable -J hold3 -N1 -w r03n01 --exclusive --gres=gpu:4 --wrap 'sleep 45')
+for h in "${holders[@]}" "$short"; do wait_job_state "$h" RUNNING 60; done
+strict=$(rack_job --m2g-topology=strict:nvlink -t 10)
+sleep 6
+is "$(job_state "$strict")" PENDING "a strict 18-node job waits while no rack is whole"
+ok "scontrol show job $strict | grep -q 'AdminComment=m2g:\[waiting policy=strict:nvlink reason=waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 17)\]'" \
+	"its AdminComment says what it waits for"
+small=$(sbatch --parsable -J small -N2 --exclusive --gres=gpu:4 -t 2 --wrap 'sleep 3')
+wait_job_state "$small" "RUNNING|COMPLETED" 30
+is "$(job_state "$small"):$(job_state "$strict")" "$(job_state "$small"):PENDING" \
+	"a small job starts around the waiting strict job"
+wait_job_state "$strict" "RUNNING|COMPLETED" 120
+is "$(where "$(job_nodelist "$strict")")" "18 nodes in 1 NVLink domain (nvl03 18/18, whole) under 1 leaf switch (leaf01)" \
+	"it starts on the rack that freed, whole"
+wait_job_state "$strict" COMPLETED 60
+scancel -n hold
+
+# --- (c) a drained node and a degraded node are avoided ------------------------
+printf '{"degraded": "r04n05"}\n' >"$TB_DIR/etc/health.json"
+echo "HealthFile=$TB_DIR/etc/health.json" >>"$TB_DIR/etc/m2g.conf"
+scontrol reconfigure
+scontrol update nodename=r05n03 state=drain reason=m2g-test
+fill=()
+for r in 1 2 3 6 7 8; do fill+=("$(sbatch --parsable -J fill -N18 -w "r0${r}n[01-18]" --exclusive --gres=gpu:4 --wrap 'sleep 600')"); done
+for f in "${fill[@]}"; do wait_job_state "$f" RUNNING 60; done
+sleep 6  # the health feed is looked at every 5 s
+h1=$(sbatch --parsable -J h1 -N17 --exclusive --gres=gpu:4 --m2g-topology=strict --wrap 'sleep 30')
+h2=$(sbatch --parsable -J h2 -N17 --exclusive --gres=gpu:4 --m2g-topology=strict --wrap 'sleep 30')
+wait_job_state "$h1" RUNNING 60
+wait_job_state "$h2" RUNNING 60
+used="$(job_nodes "$h1")
+$(job_nodes "$h2")"
+ok "! grep -qx 'r04n05' <<<'$used'" "the node degraded in the health feed is not used"
+ok "! grep -qx 'r05n03' <<<'$used'" "the drained node is not used"
+is "$(where "$(job_nodelist "$h1")" | grep -o 'in 1 NVLink domain')" "in 1 NVLink domain" "each 17-node job stays in one rack"
+
+# --- (e) stock clients and CoreCnt reservations ---------------------------------
+ok "sinfo -h -o '%D %T' | grep -q ." "sinfo works"
+ok "squeue -h -j $h1 -o %T | grep -q RUNNING" "squeue works"
+ok "scontrol show node r01n01 | grep -q 'Gres=gpu:4'" "scontrol show node works"
+ok "scontrol create reservation reservationname=m2gcores starttime=now+1hour duration=60 users=root nodes=r08n18 corecnt=2 flags=ignore_jobs" \
+	"a CoreCnt reservation is accepted (plugin id 109)"
+scontrol delete reservationname=m2gcores >/dev/null 2>&1 || true
+
+# --- (f) slurmctld killed with running jobs, and started again ------------------
+# Slurm saves job state in the background; a job that started in the last
+# seconds before a crash is not in it yet. Wait for a save after the starts.
+started=$(date +%s)
+for _ in $(seq 1 60); do
+	(( $(stat -c %Y "$TB_DIR/state/job_state" 2>/dev/null || echo 0) > started )) && break
+	sleep 1
+done
+pid=$(cat "$TB_DIR/pids/slurmctld.pid")
+kill -9 "$pid"
+sleep 1
+env M2G_TESTBED_OWNER="$TB_DIR" SLURM_CONF="$TB_DIR/etc/slurm.conf" setsid /usr/sbin/slurmctld -f "$TB_DIR/etc/slurm.conf" \
+	</dev/null >>"$TB_DIR/log/slurmctld.stderr" 2>&1
+for _ in $(seq 1 60); do scontrol ping 2>/dev/null | grep -q 'is UP' && break; sleep 0.5; done
+ok "scontrol ping | grep -q 'is UP'" "slurmctld is back after SIGKILL"
+is "$(squeue -h -j "$h1,$h2" -o %T | sort -u)" RUNNING "the running jobs survived the crash"
+ok "scontrol show job $h1 | grep -q 'AdminComment=m2g:\[domains=nvl0[45]'" "their m2g annotation survived"
+after=$(sbatch --parsable -J after -N1 --exclusive --gres=gpu:4 --wrap true)
+wait_job_state "$after" COMPLETED 60
+ok "[[ \$(sacct_field $after AdminComment) == m2g:* ]]" "jobs placed after the restart are annotated"
+scancel -n fill -n h1 -n h2
+done_testing
