@@ -72,6 +72,26 @@ run "$M2G" topology locate "$FIX/nvl72-8rack.conf" 'r02n[01-18],r04n[01-18]'
 is "$out" "36 nodes in 2 NVLink domains (nvl02 18/18, nvl04 18/18, all whole) under 1 leaf switch (leaf01)" \
 	"locate: which domains a node list uses"
 
+# m2g place: the engine select/m2g runs, on a described cluster state.
+printf '{"busy": "r01n[01-10],r02n[03-12],r03n[05-14],r04n[09-18],r05n07"}\n' >"$T/state.json"
+run "$M2G" place --topology "$FIX/nvl72-8rack.conf" --state "$T/state.json" --request nodes=36
+is "$rc:$(sed -n 's/^reason: *//p' <<<"$out")" "0:2 NVLink domains (2 whole, lower bound 2) under leaf02" \
+	"place: a 36-node job takes two whole domains on a fragmented cluster"
+run "$M2G" place --topology "$FIX/nvl72-8rack.conf" --state "$T/state.json" --request gpus=72,topology=strict:nvlink --json
+ok "[[ $rc == 0 && \$(cat $T/out) == '{\"ok\":true,\"meets_intent\":true,\"nodes\":\"r06n[01-18]\",\"node_count\":18,'* ]]" \
+	"place --json: one object, a 72-GPU job in one whole rack"
+printf '{"busy": "r0[1-8]n[01]"}\n' >"$T/full.json"
+run "$M2G" place --topology "$FIX/nvl72-8rack.conf" --state "$T/full.json" --request nodes=18,topology=strict
+is "$rc:$out" "3:waits: waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 17)" \
+	"place: a strict job that would wait exits 3 with the reason"
+run "$M2G" place --topology "$FIX/nvl72-8rack.conf" --request cores=4
+is "$rc:$err" "1:m2g: request: unknown key 'cores'; accepted: nodes, gpus, segment, topology, fallback, spare (e.g. gpus=72,topology=strict:nvlink)" \
+	"place: a bad request names what is accepted"
+printf '{"busy": "r09n01"}\n' >"$T/bad-state.json"
+run "$M2G" place --topology "$FIX/nvl72-8rack.conf" --state "$T/bad-state.json" --request nodes=1
+is "$rc:$err" "1:m2g: $T/bad-state.json: \"busy\" names node r09n01, which m2g.conf does not declare" \
+	"place: a state naming an unknown node is an error"
+
 # Recipes: the shipped catalog, show, and a broken one.
 RECIPES=$SRC/etc/m2g-recipes.conf.example
 run "$M2G" recipe validate "$RECIPES"
