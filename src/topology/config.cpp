@@ -50,7 +50,22 @@ const LineKind kSwitchLine{kw::kSwitchName,
 const LineKind kFaultLine{kw::kFaultDomain, {kw::kType, kw::kNodes, kw::kDomains, kw::kPowerBudgetKW}};
 const std::vector<const char*> kGlobalKeys{kw::kClusterName,    kw::kSitePowerBudgetKW, kw::kDefaultTopology,
                                            kw::kPreferWaitSec, kw::kSparePerDomain,    kw::kHealthFile};
-const std::vector<const char*> kLineHeads{kw::kNodeName, kw::kDomainName, kw::kSwitchName, kw::kFaultDomain};
+const LineKind kPartitionLine{kw::kPartitionName, {kw::kDefaultTopology, kw::kPreferWaitSec, kw::kSparePerDomain}};
+const std::vector<const char*> kLineHeads{kw::kNodeName, kw::kDomainName, kw::kSwitchName, kw::kFaultDomain,
+                                          kw::kPartitionName};
+
+// DefaultTopology= takes what --m2g-topology takes.
+std::string check_topology(const SourceLoc& loc, const std::string& value)
+{
+    JobIntent probe;
+    try {
+        apply_option(probe, kw::kOptTopology, value, 0);
+    } catch (const ParseError& e) {
+        std::string msg = e.what();
+        throw ParseError(loc.str() + ": DefaultTopology=" + value + ": " + msg.substr(msg.find(": ") + 2));
+    }
+    return value;
+}
 
 std::string single_name(const Line& line, const char* head)
 {
@@ -115,6 +130,20 @@ ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
             s.domains = f.hostlist(kw::kDomains);
             s.nodes = f.hostlist(kw::kNodes);
             spec.switches.push_back(std::move(s));
+        } else if (head == lower(kw::kPartitionName)) {
+            Fields f(line, kPartitionLine);
+            PartitionSpec p;
+            p.loc = line.loc;
+            p.name = single_name(line, kw::kPartitionName);
+            for (const PartitionSpec& prev : spec.partitions)
+                if (prev.name == p.name)
+                    throw ParseError(line.loc.str() + ": PartitionName=" + p.name + " is already defined at " +
+                                     prev.loc.str());
+            if (f.has(kw::kDefaultTopology))
+                p.default_topology = check_topology(line.loc, f.str(kw::kDefaultTopology));
+            p.prefer_wait_sec = f.integer(kw::kPreferWaitSec, -1, 0, 7 * 86400);
+            p.spare_per_domain = f.integer(kw::kSparePerDomain, -1, 0, 1024);
+            spec.partitions.push_back(std::move(p));
         } else if (head == lower(kw::kFaultDomain)) {
             Fields f(line, kFaultLine);
             FaultDomainSpec fd;
@@ -157,15 +186,7 @@ ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
             } else if (key == kw::kSitePowerBudgetKW) {
                 spec.site_power_budget_kw = parse_number(line.loc, canon, value);
             } else if (key == kw::kDefaultTopology) {
-                JobIntent probe;
-                try {
-                    apply_option(probe, kw::kOptTopology, value, 0);
-                } catch (const ParseError& e) {
-                    std::string msg = e.what();
-                    msg = msg.substr(msg.find(": ") + 2);
-                    throw ParseError(line.loc.str() + ": DefaultTopology=" + value + ": " + msg);
-                }
-                spec.policy.default_topology = value;
+                spec.policy.default_topology = check_topology(line.loc, value);
             } else if (key == kw::kPreferWaitSec) {
                 spec.policy.prefer_wait_sec = parse_integer(line.loc, canon, value, 0, 7 * 86400);
             } else if (key == kw::kSparePerDomain) {
@@ -314,6 +335,16 @@ Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings)
     m.cluster_name = spec.cluster_name;
     m.site_power_budget_kw = spec.site_power_budget_kw;
     m.policy = spec.policy;
+    for (const PartitionSpec& p : spec.partitions) {
+        PlacementPolicy pp = spec.policy;  // inherit what the line does not set
+        if (!p.default_topology.empty())
+            pp.default_topology = p.default_topology;
+        if (p.prefer_wait_sec >= 0)
+            pp.prefer_wait_sec = p.prefer_wait_sec;
+        if (p.spare_per_domain >= 0)
+            pp.spare_per_domain = p.spare_per_domain;
+        m.partition_policy[p.name] = pp;
+    }
     auto warn = [&](std::string w) {
         if (warnings)
             warnings->push_back(std::move(w));

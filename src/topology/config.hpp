@@ -58,6 +58,14 @@ struct FaultDomainSpec {
     double power_budget_kw = 0;
 };
 
+struct PartitionSpec {
+    SourceLoc loc;
+    std::string name;
+    std::string default_topology;  // "" inherit
+    int prefer_wait_sec = -1;      // -1 inherit
+    int spare_per_domain = -1;     // -1 inherit
+};
+
 struct ConfigSpec {
     std::string cluster_name;
     double site_power_budget_kw = 0;
@@ -66,6 +74,7 @@ struct ConfigSpec {
     std::vector<DomainSpec> domains;
     std::vector<SwitchSpec> switches;
     std::vector<FaultDomainSpec> fault_domains;
+    std::vector<PartitionSpec> partitions;
 };
 
 // Parse m2g.conf text. `file` names the source in messages.

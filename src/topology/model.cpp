@@ -28,6 +28,12 @@ int lookup(const Map& m, std::string_view name)
 }
 }  // namespace
 
+const PlacementPolicy& Model::policy_for(std::string_view partition) const
+{
+    auto it = partition_policy.find(partition);
+    return it == partition_policy.end() ? policy : it->second;
+}
+
 int Model::find_node(std::string_view name) const { return lookup(node_index, name); }
 int Model::find_domain(std::string_view name) const { return lookup(domain_index, name); }
 int Model::find_switch(std::string_view name) const { return lookup(switch_index, name); }

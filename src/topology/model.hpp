@@ -81,7 +81,8 @@ struct PlacementPolicy {
 struct Model {
     std::string cluster_name;
     double site_power_budget_kw = 0;
-    PlacementPolicy policy;
+    PlacementPolicy policy;                                           // cluster-wide
+    std::map<std::string, PlacementPolicy, std::less<>> partition_policy;  // PartitionName= overrides
     std::vector<Node> nodes;     // declaration order; Node::rank is tree order
     std::vector<Domain> domains;
     std::vector<Switch> switches;  // declaration order
@@ -90,6 +91,9 @@ struct Model {
     std::map<std::string, int, std::less<>> domain_index;
     std::map<std::string, int, std::less<>> switch_index;
 
+    // The policy for jobs in `partition` (its PartitionName line, else the
+    // cluster-wide keys).
+    const PlacementPolicy& policy_for(std::string_view partition) const;
     int find_node(std::string_view name) const;
     int find_domain(std::string_view name) const;
     int find_switch(std::string_view name) const;

@@ -11,6 +11,7 @@ inline constexpr const char* kNodeName = "NodeName";        // hostlist of compu
 inline constexpr const char* kDomainName = "DomainName";    // one NVLink domain (NVL72 rack)
 inline constexpr const char* kSwitchName = "SwitchName";    // one fabric switch (leaf, spine, core)
 inline constexpr const char* kFaultDomain = "FaultDomain";  // rack, row, PDU, power feed, ...
+inline constexpr const char* kPartitionName = "PartitionName";  // select/m2g defaults for one partition
 
 // ---- m2g.conf: global keys (alone on their line) ------------------------
 inline constexpr const char* kClusterName = "ClusterName";              // informational name

@@ -50,14 +50,17 @@ diag "AdminComment: $ac"
 scancel -n busy
 
 # --- (b) a strict job waits for a whole domain, (d) backfill goes around it ---
-# One node busy in every rack for a while; rack 3's frees first.
+# The partition's default intent becomes strict (m2g.conf PartitionName=),
+# one node is busy in every rack for a while, and rack 3's frees first.
+echo "PartitionName=gpu DefaultTopology=strict:nvlink" >>"$TB_DIR/etc/m2g.conf"
+scontrol reconfigure
 holders=()
 for r in 1 2 4 5 6 7 8; do holders+=("$(sbatch --parsable -J hold -N1 -w "r0${r}n01" --exclusive --gres=gpu:4 --wrap 'sleep 600')"); done
 short=$(sbatch --parsable -J hold3 -N1 -w r03n01 --exclusive --gres=gpu:4 --wrap 'sleep 45')
 for h in "${holders[@]}" "$short"; do wait_job_state "$h" RUNNING 60; done
-strict=$(rack_job --m2g-topology=strict:nvlink -t 10)
+strict=$(rack_job -t 10)  # no --m2g-topology: the partition default applies
 sleep 6
-is "$(job_state "$strict")" PENDING "a strict 18-node job waits while no rack is whole"
+is "$(job_state "$strict")" PENDING "a strict 18-node job (partition default) waits while no rack is whole"
 ok "scontrol show job $strict | grep -q 'AdminComment=m2g:\[waiting policy=strict:nvlink reason=waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 17)\]'" \
 	"its AdminComment says what it waits for"
 small=$(sbatch --parsable -J small -N2 --exclusive --gres=gpu:4 -t 2 --wrap 'sleep 3')

@@ -119,7 +119,7 @@ TEST(ConfigErrors, UnknownKeyNamesLineAndAcceptedKeys)
               "PowerBudgetKW");
     EXPECT_EQ(error_of("NodeName=n1 Gpus=4\nRackName=r1\n"),
               "m2g.conf:2: unknown key 'RackName'; a line starts with one of NodeName, DomainName, SwitchName, "
-              "FaultDomain, or is one of ClusterName, SitePowerBudgetKW, DefaultTopology, PreferWaitSec, SparePerDomain, "
+              "FaultDomain, PartitionName, or is one of ClusterName, SitePowerBudgetKW, DefaultTopology, PreferWaitSec, SparePerDomain, "
               "HealthFile");
 }
 
@@ -235,6 +235,18 @@ TEST(Config, PlacementPolicyKeys)
               "m2g.conf:1: DefaultTopology=tight: expected strict, prefer or any, optionally followed by :nvlink, leaf or "
               "spine (e.g. strict:nvlink)");
     EXPECT_EQ(error_of("HealthFile=health.json\nNodeName=n1\n"), "m2g.conf:1: HealthFile=health.json needs an absolute path");
+    // Partition defaults inherit what they do not set.
+    Model p = build("PreferWaitSec=60\nNodeName=n1\nPartitionName=gpu DefaultTopology=strict:nvlink\n"
+                    "PartitionName=batch DefaultTopology=any PreferWaitSec=0\n");
+    EXPECT_EQ(p.policy_for("gpu").default_topology, "strict:nvlink");
+    EXPECT_EQ(p.policy_for("gpu").prefer_wait_sec, 60);
+    EXPECT_EQ(p.policy_for("batch").prefer_wait_sec, 0);
+    EXPECT_EQ(p.policy_for("debug").default_topology, "prefer:nvlink");
+    EXPECT_EQ(error_of("NodeName=n1\nPartitionName=gpu Topology=strict\n"),
+              "m2g.conf:2: unknown key 'Topology' in a PartitionName line; accepted keys: DefaultTopology, "
+              "PreferWaitSec, SparePerDomain");
+    EXPECT_EQ(error_of("NodeName=n1\nPartitionName=gpu\nPartitionName=gpu\n"),
+              "m2g.conf:3: PartitionName=gpu is already defined at m2g.conf:2");
     EXPECT_EQ(error_of("PreferWaitSec=-5\nNodeName=n1\n"),
               "m2g.conf:1: PreferWaitSec=-5 is not valid; expected a whole number from 0 to 604800");
 }

@@ -341,9 +341,11 @@ extern "C" int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32
         if (job_ptr->details->req_node_bitmap || job_ptr->details->contiguous)
             return stock(bitmap);
         m2g::JobIntent intent = job_intent(job_ptr);
+        const m2g::PlacementPolicy& pol =
+            g.model->policy_for(job_ptr->part_ptr && job_ptr->part_ptr->name ? job_ptr->part_ptr->name : "");
         std::string policy = m2g::locality_string(intent);
         if (policy.empty()) {
-            policy = g.model->policy.default_topology;
+            policy = pol.default_topology;
             m2g::apply_option(intent, m2g::kw::kOptTopology, policy, 0);
         }
         if (intent.locality == m2g::Locality::Any)
@@ -374,10 +376,10 @@ extern "C" int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32
         req.segment = intent.segment;
         req.locality = intent.locality;
         req.level = intent.level;
-        req.spare_per_domain = g.model->policy.spare_per_domain;
+        req.spare_per_domain = pol.spare_per_domain;
         const time_t since = job_ptr->details->begin_time ? job_ptr->details->begin_time : job_ptr->details->submit_time;
         req.fallback = intent.locality == m2g::Locality::Prefer &&
-                       time(nullptr) - since >= g.model->policy.prefer_wait_sec;
+                       time(nullptr) - since >= pol.prefer_wait_sec;
         // Placements on nodes free now come first, also when planning, so
         // backfill starts what can start now; planning then looks further.
         fill_usable(true);
