@@ -20,12 +20,13 @@ cp "$CONF" "$T/good.conf"
 sacct_nodelist() {
 	local deadline=$((SECONDS + 30)) line=""
 	while ((SECONDS <= deadline)); do
-		line=$(sacct -n -X -P -j "$1" -o NNodes,NodeList 2>/dev/null | head -n1)
-		[[ ${line%%|*} == "$2" ]] && { echo "${line#*|}"; return 0; }
+		# NNodes can be right before NodeList is: count the names.
+		line=$(sacct -n -X -P -j "$1" -o NodeList 2>/dev/null | head -n1)
+		[[ -n $line && $(scontrol show hostnames "$line" | wc -l) == "$2" ]] && { echo "$line"; return 0; }
 		sleep 0.5
 	done
 	diag "job $1: sacct still says '$line' after 30 s"
-	echo "${line#*|}"
+	echo "$line"
 }
 
 # where NODELIST: the core's description of a node list against m2g.conf.
