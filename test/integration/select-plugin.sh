@@ -82,8 +82,8 @@ fill=()
 for r in 1 2 3 6 7 8; do fill+=("$(sbatch --parsable -J fill -N18 -w "r0${r}n[01-18]" --exclusive --gres=gpu:4 --wrap 'sleep 600')"); done
 for f in "${fill[@]}"; do wait_job_state "$f" RUNNING 60; done
 sleep 6  # the health feed is looked at every 5 s
-h1=$(sbatch --parsable -J h1 -N17 --exclusive --gres=gpu:4 --m2g-topology=strict --wrap 'sleep 30')
-h2=$(sbatch --parsable -J h2 -N17 --exclusive --gres=gpu:4 --m2g-topology=strict --wrap 'sleep 30')
+h1=$(sbatch --parsable -J h1 -N17 --exclusive --gres=gpu:4 --m2g-topology=strict:leaf --wrap 'sleep 300')
+h2=$(sbatch --parsable -J h2 -N17 --exclusive --gres=gpu:4 --m2g-topology=strict --wrap 'sleep 300')
 wait_job_state "$h1" RUNNING 60
 wait_job_state "$h2" RUNNING 60
 used="$(job_nodes "$h1")
@@ -91,6 +91,8 @@ $(job_nodes "$h2")"
 ok "! grep -qx 'r04n05' <<<'$used'" "the node degraded in the health feed is not used"
 ok "! grep -qx 'r05n03' <<<'$used'" "the drained node is not used"
 is "$(where "$(job_nodelist "$h1")" | grep -o 'in 1 NVLink domain')" "in 1 NVLink domain" "each 17-node job stays in one rack"
+ok "scontrol show job $h1 | grep -q 'AdminComment=m2g:\[domains=nvl0[45] leaves=leaf0[12] policy=strict:leaf '" \
+	"--m2g-topology reaches select/m2g through spank_job_env (policy=strict:leaf)"
 
 # --- (e) stock clients and CoreCnt reservations ---------------------------------
 ok "sinfo -h -o '%D %T' | grep -q ." "sinfo works"
