@@ -29,6 +29,13 @@ std::string SourceLoc::str() const
     return file + ":" + std::to_string(line);
 }
 
+std::string conf_path(const char* slurm_default)
+{
+    if (const char* env = std::getenv(kw::kConfEnv); env && *env)
+        return env;
+    return slurm_default && *slurm_default ? slurm_default : kw::kConfFile;
+}
+
 std::string read_text_file(const std::string& path)
 {
     std::ifstream in(path, std::ios::binary);

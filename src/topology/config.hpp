@@ -102,6 +102,11 @@ Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings = n
 // Convenience: read_m2g_conf + build_model.
 Model load_model(const std::string& path, std::vector<std::string>* warnings = nullptr);
 
+// Where the plugins read m2g.conf: $M2G_CONF when set (tests, trials),
+// else `slurm_default` (the m2g.conf next to slurm.conf, as Slurm's
+// get_extra_conf_path gives it), else "m2g.conf".
+std::string conf_path(const char* slurm_default);
+
 // Read a whole file; throws Error naming the path on failure.
 std::string read_text_file(const std::string& path);
 

@@ -62,11 +62,8 @@ std::unique_ptr<m2g::Model> g_model;
 
 std::string conf_path()
 {
-    if (const char* env = getenv(m2g::kw::kConfEnv))
-        if (*env)
-            return env;
     char* p = get_extra_conf_path(const_cast<char*>(m2g::kw::kConfFile));
-    std::string path = p ? p : m2g::kw::kConfFile;
+    const std::string path = m2g::conf_path(p);
     xfree(p);
     return path;
 }
