@@ -8,8 +8,7 @@ SRC=${M2G_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 M2G=${M2G_BUILDDIR:-$SRC}/src/cli/m2g
 FIX=$SRC/test/fixtures
 DATA=${M2G_DATA:-$SRC/../shared/data}
-T=$(mktemp -d)
-trap 'rm -rf "$T"; _tb_on_exit' EXIT
+T=$TB_TMP
 
 # run CMD...: stdout in $out, stderr in $err, status in $rc.
 run() { rc=0; "$@" >"$T/out" 2>"$T/err" || rc=$?; out=$(cat "$T/out"); err=$(cat "$T/err"); }

@@ -6,8 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 
 SRC=${M2G_SRCDIR:?}
-OUT=$(mktemp)
-trap 'rm -f "$OUT"; _tb_on_exit' EXIT
+OUT=$TB_TMP/demo.out
 # Its own base, outside lib.sh's testbed slots, and stopped at the end.
 rc=0
 M2G_TESTBED_BASE=32000 "$SRC/contrib/m2g-demo" --down >"$OUT" 2>&1 || rc=$?

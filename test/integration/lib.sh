@@ -22,6 +22,7 @@
 #                                state, if slurmctld says it has ended)
 #
 # After tb_up: TB_DIR, TB_BASE, and SLURM_CONF/M2G_CONF exported.
+# TB_TMP is a scratch directory removed at exit.
 # Environment: M2G_TESTBED (path of m2g-testbed), TB_KEEP=1 keeps the testbed
 # directory even when every test passed (it is always kept on failure).
 # The script exits 1 if any test failed, the plan was not met or the script
@@ -96,10 +97,16 @@ skip() {
 	_tap_result 0 "$1" "SKIP${2:+ $2}"
 }
 
+# TB_TMP: a scratch directory for the test, removed by the EXIT trap (tests
+# must not install EXIT traps of their own: the trap's first command has to
+# see the script's exit status).
+TB_TMP=$(mktemp -d)
+
 # The EXIT trap: stop the testbed, settle the plan, choose the exit status.
 _tb_on_exit() {
 	local rc=$?
 	set +e
+	[[ -n ${TB_TMP:-} ]] && rm -rf -- "$TB_TMP"
 	if ((rc != 0)) && ((_TAP_DONE == 0)); then
 		_tap_result 1 "script exited early with status $rc${_TB_ERR_LINE:+ (line $_TB_ERR_LINE)}"
 	fi

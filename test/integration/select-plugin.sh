@@ -7,8 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 M2G=${M2G_BUILDDIR:?}/src/cli/m2g
-T=$(mktemp -d)
-trap 'rm -rf "$T"; _tb_on_exit' EXIT
+T=$TB_TMP
 
 where() { "$M2G" topology locate "$TB_DIR/etc/m2g.conf" "$1"; }
 # A realistic start: small jobs hold the first 10 nodes of rack 1.
@@ -119,6 +118,9 @@ for _ in $(seq 1 60); do scontrol ping 2>/dev/null | grep -q 'is UP' && break; s
 ok "scontrol ping | grep -q 'is UP'" "slurmctld is back after SIGKILL"
 is "$(squeue -h -j "$h1,$h2" -o %T | sort -u)" RUNNING "the running jobs survived the crash"
 ok "scontrol show job $h1 | grep -q 'AdminComment=m2g:\[domains=nvl0[45]'" "their m2g annotation survived"
+# Every healthy node is busy now; free one rack's worth for a new job.
+scancel "$h2"
+wait_job_state "$h2" CANCELLED 60
 after=$(sbatch --parsable -J after -N1 --exclusive --gres=gpu:4 --wrap true)
 wait_job_state "$after" COMPLETED 60
 ok "[[ \$(sacct_field $after AdminComment) == m2g:* ]]" "jobs placed after the restart are annotated"

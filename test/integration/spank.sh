@@ -5,8 +5,7 @@
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-T=$(mktemp -d)
-trap 'rm -rf "$T"; _tb_on_exit' EXIT
+T=$TB_TMP
 tb_up --racks 2
 RECIPES=$TB_DIR/etc/m2g-recipes.conf
 DCGM=$TB_DIR/run/dcgm

@@ -7,8 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 M2G=${M2G_BUILDDIR:?}/src/cli/m2g
-T=$(mktemp -d)
-trap 'rm -rf "$T"; _tb_on_exit' EXIT
+T=$TB_TMP
 
 tb_up --racks 8
 CONF=$TB_DIR/etc/m2g.conf
