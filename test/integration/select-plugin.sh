@@ -102,13 +102,18 @@ ok "scontrol create reservation reservationname=m2gcores starttime=now+1hour dur
 scontrol delete reservationname=m2gcores >/dev/null 2>&1 || true
 
 # --- (f) slurmctld killed with running jobs, and started again ------------------
-# Slurm saves job state in the background; a job that started in the last
-# seconds before a crash is not in it yet. Wait for a save after the starts.
-started=$(date +%s)
-for _ in $(seq 1 60); do
-	(( $(stat -c %Y "$TB_DIR/state/job_state" 2>/dev/null || echo 0) > started )) && break
+# Slurm saves job state in the background, a while after a change; a job
+# that started just before a crash may not be in it yet (it is then
+# requeued, as Slurm intends). Make a change now and wait for the save
+# that follows it, so the running jobs are on disk before the kill.
+mark=$(date +%s)
+sleep 1
+scontrol update jobid="$h1" comment=m2g-crash-test
+for _ in $(seq 1 90); do
+	(( $(stat -c %Y "$TB_DIR/state/job_state" 2>/dev/null || echo 0) > mark )) && break
 	sleep 1
 done
+ok "(( \$(stat -c %Y $TB_DIR/state/job_state) > $mark ))" "slurmctld saved its job state after the jobs started"
 pid=$(cat "$TB_DIR/pids/slurmctld.pid")
 kill -9 "$pid"
 sleep 1
