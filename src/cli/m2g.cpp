@@ -7,10 +7,15 @@
 //   m2g topology locate FILE HOSTLIST
 //   m2g recipe list|show NAME|validate [--catalog FILE]
 //   m2g place --topology FILE [--state STATE.json] --request REQ [--json]
+//   m2g signals validate [--conf M2G.CONF] [--at TIME] FILE
+//   m2g signals show [--conf M2G.CONF] [--status FILE | --file FEED] [--at TIME] [--json]
 //
 // Exit status: 0 success, 1 the input is wrong (message on stderr), 2 usage,
 // 3 `m2g place`: the job would wait (the reason is printed).
 #include <CLI/CLI.hpp>
+#include <json-c/json.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +23,7 @@
 #include <iostream>
 #include <sstream>
 #include <algorithm>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -29,6 +35,7 @@
 #include "topology/cluster_state.hpp"
 #include "topology/placement.hpp"
 #include "topology/recipes.hpp"
+#include "topology/signals.hpp"
 #include "topology/well_known.hpp"
 #include "topology/span.hpp"
 
@@ -47,6 +54,49 @@ void emit(const std::string& text, const std::string& output)
     std::ofstream out(output, std::ios::trunc);
     if (!out || !(out << text) || !out.flush())
         throw m2g::Error(output + ": cannot write");
+}
+
+// Where `m2g signals` reads m2g.conf without --conf: $M2G_CONF, else the
+// m2g.conf of a Debian slurm-wlm install (next to slurm.conf).
+constexpr const char* kDefaultConf = "/etc/slurm/m2g.conf";
+
+std::string plural(size_t n, const std::string& one, const std::string& many)
+{
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// `m2g signals validate`: one line of counts for a good feed.
+std::string summarize_feed(const m2g::Signals& s, int64_t now)
+{
+    const int64_t age = now - s.generated_at;
+    std::string out = "generated " + m2g::format_utc(s.generated_at) + " (" +
+                      (age >= 0 ? std::to_string(age) + " s ago" : std::to_string(-age) + " s in the future") + ")";
+    out += ", " + plural(s.events.size(), "event", "events") + " (" +
+           std::to_string(m2g::active_events(&s, now).size()) + " active)";
+    size_t mw_active = 0;
+    for (const auto& w : s.maintenance)
+        mw_active += w.start <= now && now < w.end;
+    out += ", " + plural(s.maintenance.size(), "maintenance window", "maintenance windows") + " (" +
+           std::to_string(mw_active) + " active)";
+    size_t thermal = 0;
+    for (const auto& t : s.thermal)
+        thermal += t.known;
+    out += ", " + plural(thermal, "thermal reading", "thermal readings");
+    std::vector<std::string> health;
+    auto count = [](const std::vector<uint8_t>& v) { return static_cast<size_t>(std::count(v.begin(), v.end(), 1)); };
+    if (size_t n = count(s.health.node_degraded))
+        health.push_back(std::to_string(n) + " degraded");
+    if (size_t n = count(s.node_down))
+        health.push_back(std::to_string(n) + " down");
+    if (size_t n = count(s.health.domain_nvlink_fault))
+        health.push_back(plural(n, "NVLink fault", "NVLink faults"));
+    if (!s.links_down.empty())
+        health.push_back(plural(s.links_down.size(), "link down", "links down"));
+    std::string h;
+    for (const auto& x : health)
+        h += (h.empty() ? "" : ", ") + x;
+    out += ", health: " + (h.empty() ? std::string("nothing reported") : h);
+    return out;
 }
 
 void print_warnings(const std::vector<std::string>& warnings, const std::string& file)
@@ -115,6 +165,23 @@ int main(int argc, char** argv)
     place->add_option("--request", request, "e.g. gpus=72,topology=strict:nvlink or nodes=36,segment=18")->required();
     place->add_flag("--json", as_json, "one JSON object");
 
+    auto* sig = app.add_subcommand("signals", "Validate and show the live signals feed (doc/signals.md)");
+    sig->require_subcommand(1);
+    std::string conf, feed_file, status_file, at;
+    auto* svalidate = sig->add_subcommand("validate", "Check a signals feed against m2g.conf; print where it is wrong");
+    svalidate->add_option("FILE", feed_file, "the feed (JSON, schema m2g.signals/v1)")->required();
+    auto* sshow = sig->add_subcommand(
+        "show", "What job_submit/m2g believes (its status file), else the feed as read now: budgets, events, health");
+    auto* status_opt = sshow->add_option(
+        "--status", status_file, "status file written by job_submit/m2g (default: SignalsStatusFile= in m2g.conf)");
+    sshow->add_option("--file", feed_file, "read this feed now instead (default: SignalsFile= in m2g.conf)")
+        ->excludes(status_opt);
+    sshow->add_flag("--json", as_json, "one JSON object");
+    for (auto* sub : {svalidate, sshow}) {
+        sub->add_option("--conf", conf, "m2g.conf (default $M2G_CONF or /etc/slurm/m2g.conf)");
+        sub->add_option("--at", at, "judge the feed as if it were TIME (RFC 3339 or epoch seconds), not now");
+    }
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -168,6 +235,69 @@ int main(int argc, char** argv)
             std::cout << m2g::format_placement(m, p, as_json);
             if (!p.ok)
                 return kExitWouldWait;
+        } else if (*svalidate || *sshow) {
+            if (conf.empty())
+                conf = m2g::conf_path(kDefaultConf);
+            const int64_t now = at.empty() ? static_cast<int64_t>(std::time(nullptr)) : m2g::parse_signal_time(at, "--at");
+            m2g::Model m = m2g::load_model(conf, &warnings);
+            print_warnings(warnings, conf);
+            const m2g::AdmissionPolicy& ap = m.admission;
+            if (*svalidate) {
+                const m2g::Signals s = m2g::parse_signals(m2g::read_text_file(feed_file), feed_file, m, now);
+                std::cout << feed_file << ": ok: " << summarize_feed(s, now) << "\n";
+                if (now - s.generated_at > ap.signals_ttl_sec)
+                    std::cerr << "m2g: warning: " << feed_file << ": generated " << now - s.generated_at
+                              << " s ago, more than SignalsTTLSec=" << ap.signals_ttl_sec
+                              << ": the plugins would treat it as stale (SignalsFailSafe=" << m2g::to_string(ap.failsafe)
+                              << ")\n";
+            } else {
+                // The plugin's belief when its status file is there; else the
+                // feed itself, read now by this command.
+                const std::string status = !status_file.empty() ? status_file : ap.signals_status_file;
+                const bool use_status =
+                    !status_file.empty() || (feed_file.empty() && !status.empty() && ::access(status.c_str(), R_OK) == 0);
+                m2g::SignalsView v;
+                std::string from, path, note;
+                if (use_status) {
+                    v = m2g::read_feed_status(status, m, ap.signals_ttl_sec, now);
+                    from = "status";
+                    path = status;
+                    struct stat st {};
+                    note = "status file " + status + ": what job_submit/m2g believes";
+                    if (::stat(status.c_str(), &st) == 0)
+                        note += " (written " + m2g::format_utc(st.st_mtime) + ")";
+                } else {
+                    path = feed_file.empty() ? ap.signals_file : feed_file;
+                    m2g::SignalFeed feed(path, ap.signals_ttl_sec, ap.failsafe, m, nullptr);
+                    feed.refresh(now);
+                    v = feed.view(now);
+                    if (path.empty()) {
+                        from = "none";
+                        note = "no feed: no SignalsFile= in " + conf + " and no --file";
+                    } else {
+                        from = "file";
+                        note = path + " as read now by this command, not the plugin's belief (" +
+                               (!feed_file.empty() ? std::string("--file given")
+                                : status.empty()   ? "no SignalsStatusFile= in " + conf
+                                                   : "status file " + status + " not readable") +
+                               ")";
+                    }
+                }
+                const std::string body = m2g::format_signals(m, v, now, as_json);
+                if (!as_json) {
+                    std::cout << "from:      " << note << "\n" << body;
+                } else {
+                    std::unique_ptr<json_object, void (*)(json_object*)> o(
+                        json_tokener_parse(body.c_str()), [](json_object* j) { json_object_put(j); });
+                    if (!o)
+                        throw m2g::Error("internal error: format_signals wrote bad JSON");
+                    json_object_object_add(o.get(), "from", json_object_new_string(from.c_str()));
+                    json_object_object_add(o.get(), "path", path.empty() ? nullptr : json_object_new_string(path.c_str()));
+                    std::cout << json_object_to_json_string_ext(o.get(), JSON_C_TO_STRING_PLAIN |
+                                                                             JSON_C_TO_STRING_NOSLASHESCAPE)
+                              << "\n";
+                }
+            }
         } else if (*rlist) {
             std::cout << m2g::format_recipe_table(m2g::read_recipes(catalog));
         } else if (*rshow) {

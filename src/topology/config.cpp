@@ -4,6 +4,7 @@
 #include "topology/conf_lines.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -55,11 +57,129 @@ const LineKind kDomainLine{kw::kDomainName, {kw::kNodes, kw::kSize, kw::kNVLinkG
 const LineKind kSwitchLine{kw::kSwitchName,
                            {kw::kLevel, kw::kLinkGbps, kw::kSwitches, kw::kDomains, kw::kNodes}};
 const LineKind kFaultLine{kw::kFaultDomain, {kw::kType, kw::kNodes, kw::kDomains, kw::kPowerBudgetKW}};
-const std::vector<const char*> kGlobalKeys{kw::kClusterName,    kw::kSitePowerBudgetKW, kw::kDefaultTopology,
-                                           kw::kPreferWaitSec, kw::kSparePerDomain,    kw::kHealthFile};
+const std::vector<const char*> kGlobalKeys{
+    kw::kClusterName,        kw::kSitePowerBudgetKW,   kw::kDefaultTopology,    kw::kPreferWaitSec,
+    kw::kSparePerDomain,     kw::kHealthFile,          kw::kSignalsFile,        kw::kSignalsTTLSec,
+    kw::kSignalsPollSec,     kw::kSignalsFailSafe,     kw::kSignalsStatusFile,  kw::kAdmission,
+    kw::kDefaultDeferrable,  kw::kDefaultPowerPerGpuW, kw::kPowerRetrySec,      kw::kRampRateKWPerMin,
+    kw::kPaceIntervalSec,    kw::kPaceGpusPerInterval, kw::kDeferExemptAccounts, kw::kDeferExemptGroups,
+    kw::kNoDeferAction,      kw::kMaintenanceAction,   kw::kReleaseCheckSec};
 const LineKind kPartitionLine{kw::kPartitionName, {kw::kDefaultTopology, kw::kPreferWaitSec, kw::kSparePerDomain}};
+const LineKind kClassLine{kw::kClassName, {kw::kDeferrable, kw::kPowerPerGpuW}};
 const std::vector<const char*> kLineHeads{kw::kNodeName, kw::kDomainName, kw::kSwitchName, kw::kFaultDomain,
-                                          kw::kPartitionName};
+                                          kw::kPartitionName, kw::kClassName};
+
+// The workload classes a ClassName= line may name (every class but Unset;
+// jobs without a class take DefaultDeferrable= and DefaultPowerPerGpuW=).
+constexpr WorkloadClass kNamedClasses[] = {WorkloadClass::Training,  WorkloadClass::Finetune, WorkloadClass::Inference,
+                                           WorkloadClass::Batch,     WorkloadClass::Benchmark, WorkloadClass::Dataproc,
+                                           WorkloadClass::Agentic};
+
+// "a, b or c"
+std::string one_of(const std::vector<const char*>& names)
+{
+    std::string out;
+    for (size_t i = 0; i < names.size(); ++i)
+        out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(names[i]);
+    return out;
+}
+
+// A keyword value (case-insensitive): its index in `names`.
+int parse_choice(const SourceLoc& loc, const char* key, const std::string& value,
+                 const std::vector<const char*>& names)
+{
+    for (size_t i = 0; i < names.size(); ++i)
+        if (lower(value) == names[i])
+            return static_cast<int>(i);
+    throw ParseError(loc.str() + ": " + key + "=" + value + " is not valid; expected " + one_of(names));
+}
+
+bool parse_yes_no(const SourceLoc& loc, const char* key, const std::string& value)
+{
+    return parse_choice(loc, key, value, {"yes", "no"}) == 0;
+}
+
+// Watts per GPU: 0 (inherit) to 5000.
+double parse_watts(const SourceLoc& loc, const char* key, const std::string& value, const char* zero_means)
+{
+    char* end = nullptr;
+    errno = 0;
+    const double w = std::strtod(value.c_str(), &end);
+    if (errno || end == value.c_str() || *end || !std::isfinite(w) || w < 0 || w > 5000)
+        throw ParseError(loc.str() + ": " + key + "=" + value +
+                         " is not valid; expected watts per GPU from 0 to 5000 (0: " + zero_means + ")");
+    return w;
+}
+
+std::string absolute_path(const SourceLoc& loc, const char* key, const std::string& value)
+{
+    if (value[0] != '/')
+        throw ParseError(loc.str() + ": " + key + "=" + value + " needs an absolute path");
+    return value;
+}
+
+// A comma-separated list of account or group names.
+std::vector<std::string> parse_name_list(const SourceLoc& loc, const char* key, const std::string& value,
+                                         const char* what)
+{
+    std::vector<std::string> out;
+    size_t pos = 0;
+    while (true) {
+        const size_t comma = value.find(',', pos);
+        const std::string item = value.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+        if (item.empty())
+            throw ParseError(loc.str() + ": " + key + "=" + value +
+                             " is not valid; expected a comma-separated list of " + what +
+                             " names without empty entries, e.g. ops,oncall");
+        if (std::find(out.begin(), out.end(), item) == out.end())
+            out.push_back(item);
+        if (comma == std::string::npos)
+            break;
+        pos = comma + 1;
+    }
+    return out;
+}
+
+// One admission key (see m2g.conf(5), ADMISSION AND SIGNALS); `key` is
+// the canonical spelling of a global key that is none of the others.
+void set_admission_key(AdmissionPolicy& a, const SourceLoc& loc, const std::string& key, const std::string& value)
+{
+    const char* k = key.c_str();
+    if (key == kw::kSignalsFile)
+        a.signals_file = absolute_path(loc, k, value);
+    else if (key == kw::kSignalsStatusFile)
+        a.signals_status_file = absolute_path(loc, k, value);
+    else if (key == kw::kSignalsTTLSec)
+        a.signals_ttl_sec = parse_integer(loc, k, value, 1, 7 * 86400);
+    else if (key == kw::kSignalsPollSec)
+        a.signals_poll_sec = parse_integer(loc, k, value, 1, 3600);
+    else if (key == kw::kSignalsFailSafe)
+        a.failsafe = static_cast<FailSafe>(parse_choice(loc, k, value, {"last", "open", "defer"}));
+    else if (key == kw::kAdmission)
+        a.mode = static_cast<AdmissionMode>(parse_choice(loc, k, value, {"enforce", "monitor", "off"}));
+    else if (key == kw::kDefaultDeferrable)
+        a.classes[static_cast<int>(WorkloadClass::Unset)].deferrable = parse_yes_no(loc, k, value);
+    else if (key == kw::kDefaultPowerPerGpuW)
+        a.default_power_w_per_gpu = parse_watts(loc, k, value, "the built-in class defaults");
+    else if (key == kw::kPowerRetrySec)
+        a.power_retry_sec = parse_integer(loc, k, value, 1, 86400);
+    else if (key == kw::kRampRateKWPerMin)
+        a.ramp_rate_kw_per_min = parse_number(loc, k, value);
+    else if (key == kw::kPaceIntervalSec)
+        a.pace_interval_sec = parse_integer(loc, k, value, 1, 3600);
+    else if (key == kw::kPaceGpusPerInterval)
+        a.pace_gpus_per_interval = parse_integer(loc, k, value, 0, 1000000);
+    else if (key == kw::kDeferExemptAccounts)
+        a.defer_exempt_accounts = parse_name_list(loc, k, value, "account");
+    else if (key == kw::kDeferExemptGroups)
+        a.defer_exempt_groups = parse_name_list(loc, k, value, "Unix group");
+    else if (key == kw::kNoDeferAction)
+        a.no_defer_action = static_cast<NoDeferAction>(parse_choice(loc, k, value, {"reject", "convert"}));
+    else if (key == kw::kMaintenanceAction)
+        a.maintenance_action = static_cast<MaintenanceAction>(parse_choice(loc, k, value, {"steer", "defer"}));
+    else  // kw::kReleaseCheckSec
+        a.release_check_sec = parse_integer(loc, k, value, 1, 3600);
+}
 
 // DefaultTopology= takes what --m2g-topology takes.
 std::string check_topology(const SourceLoc& loc, const std::string& value)
@@ -92,6 +212,8 @@ ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
 {
     ConfigSpec spec;
     std::set<std::string> globals_seen;
+    std::map<std::string, SourceLoc> global_loc;  // admission keys, for checks across keys
+    std::array<SourceLoc, 8> class_loc;            // ClassName= lines by WorkloadClass
     for (const Line& line : tokenize(text, file)) {
         const std::string head = lower(line.pairs[0].key);
         if (head == lower(kw::kNodeName)) {
@@ -151,6 +273,29 @@ ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
             p.prefer_wait_sec = f.integer(kw::kPreferWaitSec, -1, 0, 7 * 86400);
             p.spare_per_domain = f.integer(kw::kSparePerDomain, -1, 0, 1024);
             spec.partitions.push_back(std::move(p));
+        } else if (head == lower(kw::kClassName)) {
+            Fields f(line, kClassLine);
+            const std::string name = single_name(line, kw::kClassName);
+            int ci = -1;
+            std::vector<const char*> names;
+            for (WorkloadClass c : kNamedClasses) {
+                names.push_back(to_string(c));
+                if (lower(name) == to_string(c))
+                    ci = static_cast<int>(c);
+            }
+            if (ci < 0)
+                throw ParseError(line.loc.str() + ": ClassName=" + name + " is not a workload class; expected " +
+                                 one_of(names) + " (jobs without a class: DefaultDeferrable=, DefaultPowerPerGpuW=)");
+            if (!class_loc[ci].file.empty())
+                throw ParseError(line.loc.str() + ": ClassName=" + name + " is already defined at " +
+                                 class_loc[ci].str());
+            class_loc[ci] = line.loc;
+            ClassPolicy& cp = spec.admission.classes[ci];
+            if (f.has(kw::kDeferrable))
+                cp.deferrable = parse_yes_no(line.loc, kw::kDeferrable, f.str(kw::kDeferrable));
+            if (f.has(kw::kPowerPerGpuW))
+                cp.power_w_per_gpu = parse_watts(line.loc, kw::kPowerPerGpuW, f.str(kw::kPowerPerGpuW),
+                                                 "DefaultPowerPerGpuW, else the built-in class default");
         } else if (head == lower(kw::kFaultDomain)) {
             Fields f(line, kFaultLine);
             FaultDomainSpec fd;
@@ -198,12 +343,23 @@ ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
                 spec.policy.prefer_wait_sec = parse_integer(line.loc, canon, value, 0, 7 * 86400);
             } else if (key == kw::kSparePerDomain) {
                 spec.policy.spare_per_domain = parse_integer(line.loc, canon, value, 0, 1024);
+            } else if (key == kw::kHealthFile) {
+                spec.policy.health_file = absolute_path(line.loc, canon, value);
             } else {
-                if (value[0] != '/')
-                    throw ParseError(line.loc.str() + ": HealthFile=" + value + " needs an absolute path");
-                spec.policy.health_file = value;
+                set_admission_key(spec.admission, line.loc, key, value);
+                global_loc[key] = line.loc;
             }
         }
+    }
+    // Keys that only make sense together.
+    const AdmissionPolicy& a = spec.admission;
+    if (a.signals_poll_sec >= a.signals_ttl_sec) {
+        auto it = global_loc.find(kw::kSignalsTTLSec);
+        if (it == global_loc.end())
+            it = global_loc.find(kw::kSignalsPollSec);
+        throw ParseError(it->second.str() + ": SignalsPollSec=" + std::to_string(a.signals_poll_sec) +
+                         " must be less than SignalsTTLSec=" + std::to_string(a.signals_ttl_sec) +
+                         " (defaults 5 and 300), or the feed goes stale between two reads");
     }
     return spec;
 }
@@ -342,6 +498,7 @@ Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings)
     m.cluster_name = spec.cluster_name;
     m.site_power_budget_kw = spec.site_power_budget_kw;
     m.policy = spec.policy;
+    m.admission = spec.admission;
     for (const PartitionSpec& p : spec.partitions) {
         PlacementPolicy pp = spec.policy;  // inherit what the line does not set
         if (!p.default_topology.empty())

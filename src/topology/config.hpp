@@ -70,6 +70,7 @@ struct ConfigSpec {
     std::string cluster_name;
     double site_power_budget_kw = 0;
     PlacementPolicy policy;
+    AdmissionPolicy admission;  // global admission keys and ClassName= lines, validated
     std::vector<NodeSpec> nodes;
     std::vector<DomainSpec> domains;
     std::vector<SwitchSpec> switches;

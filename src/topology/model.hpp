@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "topology/admission_policy.hpp"
+
 namespace m2g {
 
 inline constexpr int kNone = -1;
@@ -82,6 +84,7 @@ struct Model {
     std::string cluster_name;
     double site_power_budget_kw = 0;
     PlacementPolicy policy;                                           // cluster-wide
+    AdmissionPolicy admission;                                        // job_submit/m2g, signals
     std::map<std::string, PlacementPolicy, std::less<>> partition_policy;  // PartitionName= overrides
     std::vector<Node> nodes;     // declaration order; Node::rank is tree order
     std::vector<Domain> domains;

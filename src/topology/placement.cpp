@@ -11,6 +11,17 @@
 
 namespace m2g {
 
+namespace {
+
+// A domain's heat (ClusterState::domain_heat), 0 when unknown or for a
+// node outside domains.
+double heat_of(const ClusterState& st, int domain)
+{
+    return domain != kNone && static_cast<size_t>(domain) < st.domain_heat.size() ? st.domain_heat[domain] : 0.0;
+}
+
+}  // namespace
+
 Engine::Engine(const Model& m) : m_(m)
 {
     node_group_.assign(m.nodes.size(), kNone);
@@ -109,13 +120,17 @@ void Engine::select_groups(int sw, int need, std::vector<std::pair<int, int>>& p
         return std::find(used_leaves.begin(), used_leaves.end(), groups_[g].parent) != used_leaves.end();
     };
     auto leaf_room = [&](int g) { return groups_[g].parent == kNone ? 0 : sw_units_[groups_[g].parent]; };
-    // a before b, among groups of equal usefulness
+    // a before b, among groups of equal usefulness: the cooler rack before
+    // the rank order decides.
     auto prefer = [&](int a, int b) {
         const bool ua = leaf_used(a), ub = leaf_used(b);
         if (ua != ub)
             return ua;
         if (leaf_room(a) != leaf_room(b))
             return leaf_room(a) > leaf_room(b);
+        const double ha = heat_of(*state_, groups_[a].domain), hb = heat_of(*state_, groups_[b].domain);
+        if (ha != hb)
+            return ha < hb;
         return groups_[a].rank < groups_[b].rank;
     };
     while (need > 0) {
@@ -221,15 +236,24 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
     // The container: one group if one fits (best fit), else the switch
     // whose subtree holds the job in the fewest groups, then at the lowest
     // level, then with the least capacity left over, then the widest uplink.
+    // Equal fits go to the cooler rack (ClusterState::domain_heat), then
+    // to the first in rank order.
     int best_group = -1;
     for (size_t g = 0; g < groups_.size(); ++g) {
         if (units_[g] < need)
             continue;
-        if (best_group < 0 || units_[g] < units_[best_group] ||
-            (units_[g] == units_[best_group] && groups_[g].rank < groups_[best_group].rank))
+        if (best_group < 0 || units_[g] < units_[best_group]) {
+            best_group = static_cast<int>(g);
+            continue;
+        }
+        if (units_[g] > units_[best_group])
+            continue;
+        const double h = heat_of(state, groups_[g].domain), hb = heat_of(state, groups_[best_group].domain);
+        if (h < hb || (h == hb && groups_[g].rank < groups_[best_group].rank))
             best_group = static_cast<int>(g);
     }
     int best_switch = -1, best_groups = 0;
+    double best_heat = 0;
     if (best_group < 0) {
         for (const auto& level : by_height_)
             for (int s : level) {
@@ -237,6 +261,9 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
                     continue;
                 select_groups(s, need, picks_);
                 const int used = static_cast<int>(picks_.size());
+                double heat = 0;  // of the racks this switch would use
+                for (const auto& pick : picks_)
+                    heat += heat_of(state, groups_[pick.first].domain);
                 const Switch& a = m_.switches[s];
                 bool better = best_switch < 0 || used < best_groups;
                 if (!better && used == best_groups) {
@@ -244,11 +271,13 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
                     better = a.height < b.height ||
                              (a.height == b.height &&
                               (sw_units_[s] < sw_units_[best_switch] ||
-                               (sw_units_[s] == sw_units_[best_switch] && a.link_gbps > b.link_gbps)));
+                               (sw_units_[s] == sw_units_[best_switch] &&
+                                (a.link_gbps > b.link_gbps || (a.link_gbps == b.link_gbps && heat < best_heat)))));
                 }
                 if (better) {
                     best_switch = s;
                     best_groups = used;
+                    best_heat = heat;
                 }
             }
     }

@@ -34,6 +34,7 @@ struct ClusterState {
     std::vector<uint8_t> node_degraded;      // per node
     std::vector<uint8_t> domain_nvlink_fault;  // per domain
     std::vector<uint8_t> domain_over_limit;  // per domain: rack over power or thermal limit
+    std::vector<double> domain_heat;         // per domain: lower is cooler; breaks ties between equal fits
 };
 
 struct PlacementRequest {

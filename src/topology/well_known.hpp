@@ -12,6 +12,7 @@ inline constexpr const char* kDomainName = "DomainName";    // one NVLink domain
 inline constexpr const char* kSwitchName = "SwitchName";    // one fabric switch (leaf, spine, core)
 inline constexpr const char* kFaultDomain = "FaultDomain";  // rack, row, PDU, power feed, ...
 inline constexpr const char* kPartitionName = "PartitionName";  // select/m2g defaults for one partition
+inline constexpr const char* kClassName = "ClassName";          // admission defaults of one workload class
 
 // ---- m2g.conf: global keys (alone on their line) ------------------------
 inline constexpr const char* kClusterName = "ClusterName";              // informational name
@@ -20,6 +21,24 @@ inline constexpr const char* kDefaultTopology = "DefaultTopology";      // selec
 inline constexpr const char* kPreferWaitSec = "PreferWaitSec";          // select/m2g: prefer falls back after this
 inline constexpr const char* kSparePerDomain = "SparePerDomain";        // select/m2g: free nodes kept per domain
 inline constexpr const char* kHealthFile = "HealthFile";                // select/m2g: degraded/fault/over-limit feed
+// Admission and live signals (job_submit/m2g, select/m2g), see m2g.conf(5).
+inline constexpr const char* kSignalsFile = "SignalsFile";              // the signals feed (doc/signals.md)
+inline constexpr const char* kSignalsTTLSec = "SignalsTTLSec";          // older than this: stale
+inline constexpr const char* kSignalsPollSec = "SignalsPollSec";        // how often the feed is checked
+inline constexpr const char* kSignalsFailSafe = "SignalsFailSafe";      // last | open | defer
+inline constexpr const char* kSignalsStatusFile = "SignalsStatusFile";  // where job_submit/m2g writes its belief
+inline constexpr const char* kAdmission = "Admission";                  // enforce | monitor | off
+inline constexpr const char* kDefaultDeferrable = "DefaultDeferrable";  // yes | no: jobs without a class
+inline constexpr const char* kDefaultPowerPerGpuW = "DefaultPowerPerGpuW";  // W per GPU when nothing says
+inline constexpr const char* kPowerRetrySec = "PowerRetrySec";          // re-check step for deferrals
+inline constexpr const char* kRampRateKWPerMin = "RampRateKWPerMin";    // pacing during curtailment
+inline constexpr const char* kPaceIntervalSec = "PaceIntervalSec";      // pacing interval
+inline constexpr const char* kPaceGpusPerInterval = "PaceGpusPerInterval";  // pacing cap in GPUs
+inline constexpr const char* kDeferExemptAccounts = "DeferExemptAccounts";  // may use --m2g-defer=no in events
+inline constexpr const char* kDeferExemptGroups = "DeferExemptGroups";      // Unix groups, likewise
+inline constexpr const char* kNoDeferAction = "NoDeferAction";          // reject | convert
+inline constexpr const char* kMaintenanceAction = "MaintenanceAction";  // steer | defer
+inline constexpr const char* kReleaseCheckSec = "ReleaseCheckSec";      // job_submit/m2g re-evaluation period
 
 // ---- m2g.conf: attributes -----------------------------------------------
 inline constexpr const char* kGpus = "Gpus";                    // NodeName: GPUs per node
@@ -34,6 +53,8 @@ inline constexpr const char* kLinkGbps = "LinkGbps";            // SwitchName: u
 inline constexpr const char* kSwitches = "Switches";            // SwitchName: child switches
 inline constexpr const char* kDomains = "Domains";              // child/member NVLink domains
 inline constexpr const char* kType = "Type";                    // FaultDomain: kind, see below
+inline constexpr const char* kDeferrable = "Deferrable";        // ClassName: yes | no
+inline constexpr const char* kPowerPerGpuW = "PowerPerGpuW";    // ClassName: W per GPU
 
 inline constexpr std::array<const char*, 6> kFaultDomainTypes = {"rack", "row", "pdu", "power_feed", "cooling",
                                                                  "room"};
@@ -95,6 +116,57 @@ inline constexpr const char* kArgRecipes = "recipes";        // catalog path
 inline constexpr const char* kArgDcgmDir = "dcgm_dir";       // dcgm-exporter --hpc-job-mapping-dir
 inline constexpr const char* kArgTextfileDir = "textfile_dir";  // node_exporter textfile directory
 inline constexpr const char* kDefaultRecipes = "/etc/slurm/m2g-recipes.conf";
+
+// ---- the signals feed (JSON, doc/signals.md, doc/signals.schema.json) -------
+inline constexpr const char* kSigSchema = "schema";            // "m2g.signals/v1"
+inline constexpr const char* kSigSchemaV1 = "m2g.signals/v1";
+inline constexpr const char* kSigGeneratedAt = "generated_at";  // RFC 3339 or epoch seconds
+inline constexpr const char* kSigSource = "source";            // who wrote it
+inline constexpr const char* kSigPower = "power";              // { site, rows, racks }
+inline constexpr const char* kSigSite = "site";
+inline constexpr const char* kSigRows = "rows";                // FaultDomain Type=row names
+inline constexpr const char* kSigRacks = "racks";              // NVLink domain names (power; maintenance hostlist)
+inline constexpr const char* kSigBudgetKW = "budget_kw";
+inline constexpr const char* kSigDrawKW = "draw_kw";
+inline constexpr const char* kSigThermal = "thermal";          // { node: { gpu_temp_c, state } }
+inline constexpr const char* kSigGpuTempC = "gpu_temp_c";
+inline constexpr const char* kSigState = "state";              // ok | warm | hot | critical
+inline constexpr const char* kSigEvents = "events";            // demand-response events
+inline constexpr const char* kSigId = "id";
+inline constexpr const char* kSigStart = "start";
+inline constexpr const char* kSigEnd = "end";
+inline constexpr const char* kSigCurtailPct = "curtail_pct";
+inline constexpr const char* kSigCurtailKW = "curtail_kw";
+inline constexpr const char* kSigScope = "scope";              // "site", "row:NAME", "rack:NAME"
+inline constexpr const char* kSigMaintenance = "maintenance";  // windows
+inline constexpr const char* kSigNodes = "nodes";              // hostlist
+inline constexpr const char* kSigReason = "reason";
+inline constexpr const char* kSigHealth = "health";            // { degraded, down, nvlink_fault, link_down }
+inline constexpr const char* kSigDegraded = "degraded";
+inline constexpr const char* kSigDown = "down";
+inline constexpr const char* kSigNvlinkFault = "nvlink_fault";
+inline constexpr const char* kSigLinkDown = "link_down";       // switch names
+inline constexpr const char* kSigVendorPrefix = "x-";         // keys starting with it are ignored
+inline constexpr const char* kSigScopeSite = "site";           // event scope
+inline constexpr const char* kSigScopeRow = "row:";            // event scope prefix + FaultDomain (Type=row)
+inline constexpr const char* kSigScopeRack = "rack:";          // event scope prefix + DomainName
+// The status file SignalFeed writes (SignalsStatusFile=), read by `m2g signals show`.
+inline constexpr const char* kSigStatusSchemaV1 = "m2g.signals-status/v1";
+inline constexpr const char* kSigStatusFile = "file";          // the feed's path
+inline constexpr const char* kSigStatusState = "state";        // not_configured|fresh|stale|missing|corrupt
+inline constexpr const char* kSigStatusDetail = "detail";      // one line for people
+inline constexpr const char* kSigStatusCheckedAt = "checked_at";  // RFC 3339, when the feed was judged
+inline constexpr const char* kSigStatusFailSafe = "failsafe";  // last | open | defer
+inline constexpr const char* kSigStatusTtl = "ttl_sec";
+inline constexpr const char* kSigStatusError = "error";        // the read/parse error, or null
+inline constexpr const char* kSigStatusCorruptSince = "corrupt_since";  // RFC 3339 or null
+inline constexpr const char* kSigStatusSnapshot = "snapshot";  // the last good feed object, or null
+
+// ---- AdminComment ------------------------------------------------------------
+// select/m2g and job_submit/m2g write one segment "m2g:[...]" into a job's
+// AdminComment: the placement part, then "; admission=..." for admission.
+inline constexpr const char* kAnnotationOpen = "m2g:[";
+inline constexpr const char* kAnnotationAdmit = "admission=";
 
 // ---- files ---------------------------------------------------------------
 inline constexpr const char* kConfFile = "m2g.conf";  // next to slurm.conf

@@ -117,4 +117,88 @@ ok "[[ $rc == 2 ]]" "a missing subcommand is a usage error (exit 2)"
 run "$M2G" topology show --help
 ok "[[ $rc == 0 && \$(cat $T/out) == *'node and GPU counts'* ]]" "--help describes the subcommand"
 
+# m2g signals: the live signals feed (doc/signals.md), checked against m2g.conf.
+CONF=$FIX/nvl72-8rack.conf
+SIG=$FIX/signals
+run "$M2G" signals validate --conf "$CONF" --at 2026-11-29T21:00:30Z "$SRC/etc/signals.example.json"
+is "$rc:$out:$err" "0:$SRC/etc/signals.example.json: ok: generated 2026-11-29T21:00:00Z (30 s ago), 2 events (1 active), 1 maintenance window (0 active), 3 thermal readings, health: 2 degraded, 1 down, 1 NVLink fault, 1 link down:" \
+	"signals validate: the shipped example is valid, with counts"
+run env M2G_CONF="$CONF" "$M2G" signals validate --at 2026-11-29T21:05:00Z "$SIG/good/minimal.json"
+is "$rc:$out" "0:$SIG/good/minimal.json: ok: generated 2026-11-29T20:55:00Z (600 s ago), 0 events (0 active), 0 maintenance windows (0 active), 0 thermal readings, health: nothing reported" \
+	"signals validate: m2g.conf from \$M2G_CONF"
+is "$err" "m2g: warning: $SIG/good/minimal.json: generated 600 s ago, more than SignalsTTLSec=300: the plugins would treat it as stale (SignalsFailSafe=last)" \
+	"signals validate: an old feed is valid, with a warning that the plugins would call it stale"
+run "$M2G" signals validate --conf "$CONF" "$SIG/bad/unknown-rack.json"
+is "$rc:$err" "1:m2g: $SIG/bad/unknown-rack.json: power.racks.nvl99: no NVLink domain nvl99 in m2g.conf" \
+	"signals validate: an unknown rack names the JSON path, exit 1"
+run "$M2G" signals validate --conf "$CONF" "$SIG/bad/future.json"
+ok "[[ $rc == 1 && \$(cat $T/err) == *'generated_at: 2999-01-01T00:00:00Z is '*'s in the future'*'clock skew'* ]]" \
+	"signals validate: generated_at in the future is clock skew"
+run "$M2G" signals validate --conf "$CONF" "$T/absent.json"
+is "$rc:$err" "1:m2g: $T/absent.json: cannot open: No such file or directory" "signals validate: a missing feed, exit 1"
+run "$M2G" signals validate --conf "$CONF"
+is "$rc" 2 "signals validate: no FILE is a usage error (exit 2)"
+
+run "$M2G" signals show --conf "$CONF" --file "$SRC/etc/signals.example.json" --at 2026-11-29T21:00:12Z
+is "$rc:$(sed -n '1,5p;7p;17,19p' <<<"$out")" "0:from:      $SRC/etc/signals.example.json as read now by this command, not the plugin's belief (--file given)
+state:     fresh
+detail:    fresh: generated 2026-11-29T21:00:00Z (12 s ago) by bms-agent on mgmt01
+fail-safe: not in effect
+POWER (kW)           BUDGET  EFFECTIVE       DRAW   HEADROOM
+row row1              560.0      560.0      300.0      260.0
+events:    2 active or upcoming
+  active    dr-2026-11-29-1  site -25%  2026-11-29T21:00:00Z .. 2026-11-29T23:00:00Z (ends in 119 min)
+  upcoming  dr-2026-11-30-row2  row:row2 -120 kW  2026-11-30T16:00:00Z .. 2026-11-30T18:00:00Z (starts in 18 h 59 min)" \
+	"signals show --file: state, budgets after events, events; says it is the file, not the plugin's belief"
+is "$(sed -n 6p <<<"$out")" "site                 1200.0      900.0      800.0      100.0" \
+	"signals show: a 25% site event takes the 1200 kW budget to 900 kW"
+run "$M2G" signals show --conf "$CONF" --file "$SRC/etc/signals.example.json" --at 2026-11-29T21:10:00Z --json
+ok "[[ $rc == 0 && \$(cat $T/out) == '{\"state\":\"stale\",\"failsafe\":true,\"hold\":false,\"age_s\":600,'*'\"from\":\"file\",\"path\":\"$SRC/etc/signals.example.json\"}' ]]" \
+	"signals show --json: one object; stale after the TTL"
+run "$M2G" signals show --conf "$CONF" --file "$SIG/bad/curtail-both.json"
+is "$rc:$(sed -n 2p <<<"$out")" "0:state:     corrupt" "signals show: a broken feed is corrupt"
+ok "[[ \$(sed -n 3p $T/out) == 'detail:    corrupt since '*': $SIG/bad/curtail-both.json: events[0]: both curtail_pct and curtail_kw; give exactly one; no good snapshot yet; fail-safe last: no snapshot to use, no power policy' ]]" \
+	"signals show: a corrupt feed shows the parse error and the fail-safe"
+run "$M2G" signals show --conf "$CONF"
+is "$rc:$(head -2 <<<"$out")" "0:from:      no feed: no SignalsFile= in $CONF and no --file
+state:     not_configured" "signals show: nothing configured says so"
+run "$M2G" signals show --conf "$CONF" --file "$SIG/good/full.json" --status "$T/status.json"
+is "$rc" 2 "signals show: --status and --file exclude each other (exit 2)"
+
+# What job_submit/m2g believes: its status file (SignalsStatusFile=) holds the
+# state and the last good snapshot; show recomputes staleness for --at.
+cat >"$T/status.json" <<EOF
+{
+  "schema": "m2g.signals-status/v1",
+  "file": "/run/m2g/signals.json",
+  "state": "corrupt",
+  "detail": "(recomputed by the reader)",
+  "checked_at": "2026-11-29T21:00:20Z",
+  "failsafe": "defer",
+  "ttl_sec": 300,
+  "error": "/run/m2g/signals.json: not valid JSON: unexpected end of input (a truncated file?)",
+  "corrupt_since": "2026-11-29T21:00:20Z",
+  "snapshot": $(cat "$SIG/good/minimal.json")
+}
+EOF
+run "$M2G" signals show --conf "$CONF" --status "$T/status.json" --at 2026-11-29T21:00:30Z
+is "$rc:$(sed -n 2,4p <<<"$out")" "0:state:     corrupt
+detail:    corrupt since 2026-11-29T21:00:20Z: /run/m2g/signals.json: not valid JSON: unexpected end of input (a truncated file?); last good snapshot is 330 s old (TTL 300 s); fail-safe defer: deferrable work waits
+fail-safe: in effect, deferrable work waits" \
+	"signals show --status: the plugin's belief, staleness recomputed (corrupt, last good too old: defer holds)"
+ok "[[ \$(head -1 $T/out) == 'from:      status file $T/status.json: what job_submit/m2g believes (written '*')' ]]" \
+	"signals show --status: says it is the plugin's belief"
+run "$M2G" signals show --conf "$CONF" --status "$T/absent-status.json"
+is "$rc:$err" "1:m2g: $T/absent-status.json: cannot open: No such file or directory" "signals show: an unreadable --status is an error"
+
+{ cat "$CONF"; echo "SignalsFile=$SRC/etc/signals.example.json"; echo "SignalsStatusFile=$T/status.json"; echo "SignalsTTLSec=900"; } >"$T/signals.conf"
+run "$M2G" signals show --conf "$T/signals.conf" --at 2026-11-29T21:00:30Z
+is "$rc:$(sed -n 2p <<<"$out")" "0:state:     corrupt" "signals show: SignalsStatusFile= of m2g.conf, when readable, is the default"
+sed -i "s|^SignalsStatusFile=.*|SignalsStatusFile=$T/absent-status.json|" "$T/signals.conf"
+run "$M2G" signals show --conf "$T/signals.conf" --at 2026-11-29T21:10:00Z
+is "$rc:$(sed -n 1,3p <<<"$out")" "0:from:      $SRC/etc/signals.example.json as read now by this command, not the plugin's belief (status file $T/absent-status.json not readable)
+state:     fresh
+detail:    fresh: generated 2026-11-29T21:00:00Z (600 s ago) by bms-agent on mgmt01" \
+	"signals show: else SignalsFile= of m2g.conf, read now, judged with its SignalsTTLSec="
+
 done_testing

@@ -22,6 +22,10 @@ ok "grep -A1 -E '^[0-9]+ +pretrain-2racks ' '$OUT' | grep -q 'in 2 NVLink domain
 	"the two-rack job took two whole NVLink domains"
 ok "grep -A1 -E '^[0-9]+ +pretrain-4racks ' '$OUT' | grep -q 'in 4 NVLink domains (.*all whole) under 1 leaf switch'" \
 	"the four-rack job took four whole NVLink domains under one leaf"
+ok "grep -Eq '^ *[0-9]+ +train-deferrable +PENDING +BeginTime' '$OUT'" "the DR scene: the training job waits for the event's end"
+ok "grep -Eq '^ *[0-9]+ +inference-svc +(RUNNING|COMPLETED)' '$OUT'" "the DR scene: the inference service runs"
+ok "grep -Eq 'left PENDING [0-9]+ s after the event ended: (RUNNING|COMPLETED|COMPLETING)' '$OUT'" \
+	"the DR scene: the training job starts once the event ends"
 ok "! ls /tmp/m2g-testbed-32000/pids/*.pid >/dev/null 2>&1 || ! $SRC/contrib/m2g-testbed status --base 32000 >/dev/null 2>&1" \
 	"--down leaves no testbed running"
 done_testing

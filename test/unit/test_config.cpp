@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "topology/admission.hpp"
 #include "topology/config.hpp"
 #include "topology/error.hpp"
 
@@ -119,8 +120,11 @@ TEST(ConfigErrors, UnknownKeyNamesLineAndAcceptedKeys)
               "PowerBudgetKW");
     EXPECT_EQ(error_of("NodeName=n1 Gpus=4\nRackName=r1\n"),
               "m2g.conf:2: unknown key 'RackName'; a line starts with one of NodeName, DomainName, SwitchName, "
-              "FaultDomain, PartitionName, or is one of ClusterName, SitePowerBudgetKW, DefaultTopology, PreferWaitSec, SparePerDomain, "
-              "HealthFile");
+              "FaultDomain, PartitionName, ClassName, or is one of ClusterName, SitePowerBudgetKW, DefaultTopology, "
+              "PreferWaitSec, SparePerDomain, HealthFile, SignalsFile, SignalsTTLSec, SignalsPollSec, SignalsFailSafe, "
+              "SignalsStatusFile, Admission, DefaultDeferrable, DefaultPowerPerGpuW, PowerRetrySec, RampRateKWPerMin, "
+              "PaceIntervalSec, PaceGpusPerInterval, DeferExemptAccounts, DeferExemptGroups, NoDeferAction, "
+              "MaintenanceAction, ReleaseCheckSec");
 }
 
 TEST(ConfigErrors, DuplicateNode)
@@ -259,4 +263,173 @@ TEST(ConfigErrors, MissingFileNamesThePath)
     } catch (const Error& e) {
         EXPECT_EQ(std::string(e.what()), "/nonexistent/m2g.conf: cannot open: No such file or directory");
     }
+}
+
+// ---- admission and signals (m2g.conf(5), ADMISSION AND SIGNALS) -------------
+
+TEST(Config, AdmissionDefaults)
+{
+    const AdmissionPolicy a = build("NodeName=n1\n").admission;
+    EXPECT_EQ(a.signals_file, "");
+    EXPECT_EQ(a.signals_status_file, "");
+    EXPECT_EQ(a.signals_ttl_sec, 300);
+    EXPECT_EQ(a.signals_poll_sec, 5);
+    EXPECT_EQ(a.failsafe, FailSafe::Last);
+    EXPECT_EQ(a.mode, AdmissionMode::Enforce);
+    EXPECT_EQ(a.default_power_w_per_gpu, 0);
+    EXPECT_EQ(a.power_retry_sec, 300);
+    EXPECT_EQ(a.ramp_rate_kw_per_min, 0);
+    EXPECT_EQ(a.pace_interval_sec, 60);
+    EXPECT_EQ(a.pace_gpus_per_interval, 0);
+    EXPECT_TRUE(a.defer_exempt_accounts.empty());
+    EXPECT_TRUE(a.defer_exempt_groups.empty());
+    EXPECT_EQ(a.no_defer_action, NoDeferAction::Reject);
+    EXPECT_EQ(a.maintenance_action, MaintenanceAction::Steer);
+    EXPECT_EQ(a.release_check_sec, 5);
+    for (int c = 0; c < 8; ++c) {
+        EXPECT_EQ(a.classes[c].deferrable, AdmissionPolicy::default_classes()[c].deferrable) << c;
+        EXPECT_EQ(a.classes[c].power_w_per_gpu, 0) << c;
+    }
+}
+
+TEST(Config, AdmissionKeys)
+{
+    const Model m = build(
+        "SignalsFile=/run/m2g/signals.json\n"
+        "SignalsStatusFile=/run/m2g/signals.status.json\n"
+        "SignalsTTLSec=120\n"
+        "SignalsPollSec=2\n"
+        "SignalsFailSafe=Defer\n"
+        "Admission=monitor\n"
+        "DefaultDeferrable=yes\n"
+        "DefaultPowerPerGpuW=650\n"
+        "PowerRetrySec=600\n"
+        "RampRateKWPerMin=12.5\n"
+        "PaceIntervalSec=30\n"
+        "PaceGpusPerInterval=64\n"
+        "DeferExemptAccounts=ops,oncall,ops\n"
+        "DeferExemptGroups=sre\n"
+        "NoDeferAction=convert\n"
+        "MaintenanceAction=defer\n"
+        "ReleaseCheckSec=10\n"
+        "NodeName=n1\n"
+        "ClassName=inference Deferrable=yes PowerPerGpuW=350\n"
+        "classname=Training deferrable=NO\n"
+        "ClassName=batch PowerPerGpuW=0\n");
+    const AdmissionPolicy& a = m.admission;
+    EXPECT_EQ(a.signals_file, "/run/m2g/signals.json");
+    EXPECT_EQ(a.signals_status_file, "/run/m2g/signals.status.json");
+    EXPECT_EQ(a.signals_ttl_sec, 120);
+    EXPECT_EQ(a.signals_poll_sec, 2);
+    EXPECT_EQ(a.failsafe, FailSafe::Defer);
+    EXPECT_EQ(a.mode, AdmissionMode::Monitor);
+    EXPECT_TRUE(a.classes[int(WorkloadClass::Unset)].deferrable);
+    EXPECT_EQ(a.default_power_w_per_gpu, 650);
+    EXPECT_EQ(a.power_retry_sec, 600);
+    EXPECT_EQ(a.ramp_rate_kw_per_min, 12.5);
+    EXPECT_EQ(a.pace_interval_sec, 30);
+    EXPECT_EQ(a.pace_gpus_per_interval, 64);
+    EXPECT_EQ(a.defer_exempt_accounts, (std::vector<std::string>{"ops", "oncall"}));
+    EXPECT_EQ(a.defer_exempt_groups, (std::vector<std::string>{"sre"}));
+    EXPECT_EQ(a.no_defer_action, NoDeferAction::Convert);
+    EXPECT_EQ(a.maintenance_action, MaintenanceAction::Defer);
+    EXPECT_EQ(a.release_check_sec, 10);
+    EXPECT_TRUE(a.classes[int(WorkloadClass::Inference)].deferrable);
+    EXPECT_EQ(a.classes[int(WorkloadClass::Inference)].power_w_per_gpu, 350);
+    EXPECT_FALSE(a.classes[int(WorkloadClass::Training)].deferrable);
+    EXPECT_EQ(a.classes[int(WorkloadClass::Training)].power_w_per_gpu, 0);
+    EXPECT_TRUE(a.classes[int(WorkloadClass::Batch)].deferrable);  // untouched default
+    EXPECT_TRUE(a.classes[int(WorkloadClass::Finetune)].deferrable);
+    // And what they mean for a job.
+    JobIntent i;
+    i.workload_class = WorkloadClass::Inference;
+    EXPECT_EQ(power_w_per_gpu(a, i), 350);
+    i.workload_class = WorkloadClass::Training;
+    EXPECT_EQ(power_w_per_gpu(a, i), 650);
+    EXPECT_FALSE(is_deferrable(a, i));
+    // The other spellings of each keyword.
+    const AdmissionPolicy b = build(
+        "SignalsFailSafe=open\nAdmission=OFF\nNoDeferAction=reject\nMaintenanceAction=steer\nDefaultDeferrable=no\n"
+        "NodeName=n1\n").admission;
+    EXPECT_EQ(b.failsafe, FailSafe::Open);
+    EXPECT_EQ(b.mode, AdmissionMode::Off);
+    EXPECT_EQ(b.no_defer_action, NoDeferAction::Reject);
+    EXPECT_EQ(b.maintenance_action, MaintenanceAction::Steer);
+    EXPECT_FALSE(b.classes[0].deferrable);
+    EXPECT_EQ(build("SignalsFailSafe=last\nAdmission=enforce\nNodeName=n1\n").admission.failsafe, FailSafe::Last);
+}
+
+TEST(ConfigErrors, AdmissionValues)
+{
+    auto err = [](const std::string& line) { return error_of(line + "\nNodeName=n1\n"); };
+    EXPECT_EQ(err("SignalsFile=signals.json"), "m2g.conf:1: SignalsFile=signals.json needs an absolute path");
+    EXPECT_EQ(err("SignalsStatusFile=run/status.json"),
+              "m2g.conf:1: SignalsStatusFile=run/status.json needs an absolute path");
+    EXPECT_EQ(err("SignalsTTLSec=0"), "m2g.conf:1: SignalsTTLSec=0 is not valid; expected a whole number from 1 to 604800");
+    EXPECT_EQ(err("SignalsPollSec=1h"), "m2g.conf:1: SignalsPollSec=1h is not valid; expected a whole number from 1 to 3600");
+    EXPECT_EQ(err("SignalsFailSafe=closed"),
+              "m2g.conf:1: SignalsFailSafe=closed is not valid; expected last, open or defer");
+    EXPECT_EQ(err("Admission=on"), "m2g.conf:1: Admission=on is not valid; expected enforce, monitor or off");
+    EXPECT_EQ(err("DefaultDeferrable=true"), "m2g.conf:1: DefaultDeferrable=true is not valid; expected yes or no");
+    EXPECT_EQ(err("DefaultPowerPerGpuW=9000"),
+              "m2g.conf:1: DefaultPowerPerGpuW=9000 is not valid; expected watts per GPU from 0 to 5000 (0: the "
+              "built-in class defaults)");
+    EXPECT_EQ(err("DefaultPowerPerGpuW=700W"),
+              "m2g.conf:1: DefaultPowerPerGpuW=700W is not valid; expected watts per GPU from 0 to 5000 (0: the "
+              "built-in class defaults)");
+    EXPECT_EQ(err("PowerRetrySec=0"), "m2g.conf:1: PowerRetrySec=0 is not valid; expected a whole number from 1 to 86400");
+    EXPECT_EQ(err("RampRateKWPerMin=-3"),
+              "m2g.conf:1: RampRateKWPerMin=-3 is not valid; expected a non-negative number such as 400 or 12.5");
+    EXPECT_EQ(err("PaceIntervalSec=7200"),
+              "m2g.conf:1: PaceIntervalSec=7200 is not valid; expected a whole number from 1 to 3600");
+    EXPECT_EQ(err("PaceGpusPerInterval=-1"),
+              "m2g.conf:1: PaceGpusPerInterval=-1 is not valid; expected a whole number from 0 to 1000000");
+    EXPECT_EQ(err("DeferExemptAccounts=ops,,oncall"),
+              "m2g.conf:1: DeferExemptAccounts=ops,,oncall is not valid; expected a comma-separated list of account "
+              "names without empty entries, e.g. ops,oncall");
+    EXPECT_EQ(err("DeferExemptGroups=sre,"),
+              "m2g.conf:1: DeferExemptGroups=sre, is not valid; expected a comma-separated list of Unix group names "
+              "without empty entries, e.g. ops,oncall");
+    EXPECT_EQ(err("NoDeferAction=allow"), "m2g.conf:1: NoDeferAction=allow is not valid; expected reject or convert");
+    EXPECT_EQ(err("MaintenanceAction=ignore"),
+              "m2g.conf:1: MaintenanceAction=ignore is not valid; expected steer or defer");
+    EXPECT_EQ(err("ReleaseCheckSec=0"), "m2g.conf:1: ReleaseCheckSec=0 is not valid; expected a whole number from 1 to 3600");
+    EXPECT_EQ(err("Admission="), "m2g.conf:1: Admission= needs a value");
+    EXPECT_EQ(error_of("Admission=monitor\nAdmission=off\nNodeName=n1\n"), "m2g.conf:2: Admission is set twice");
+    EXPECT_EQ(err("SignalsFile=/a SignalsTTLSec=60"), "m2g.conf:1: SignalsFile stands alone on its line");
+    // Across keys: the feed must be read more often than it goes stale.
+    EXPECT_EQ(error_of("NodeName=n1\nSignalsPollSec=5\nSignalsTTLSec=5\n"),
+              "m2g.conf:3: SignalsPollSec=5 must be less than SignalsTTLSec=5 (defaults 5 and 300), or the feed goes "
+              "stale between two reads");
+    EXPECT_EQ(error_of("NodeName=n1\nSignalsPollSec=600\n"),
+              "m2g.conf:2: SignalsPollSec=600 must be less than SignalsTTLSec=300 (defaults 5 and 300), or the feed "
+              "goes stale between two reads");
+}
+
+TEST(ConfigErrors, ClassNameLines)
+{
+    EXPECT_EQ(error_of("NodeName=n1\nClassName=gaming Deferrable=yes\n"),
+              "m2g.conf:2: ClassName=gaming is not a workload class; expected training, finetune, inference, batch, "
+              "benchmark, dataproc or agentic (jobs without a class: DefaultDeferrable=, DefaultPowerPerGpuW=)");
+    EXPECT_EQ(error_of("NodeName=n1\nClassName=training\nClassName=Training Deferrable=no\n"),
+              "m2g.conf:3: ClassName=Training is already defined at m2g.conf:2");
+    EXPECT_EQ(error_of("NodeName=n1\nClassName=training Deferrable=maybe\n"),
+              "m2g.conf:2: Deferrable=maybe is not valid; expected yes or no");
+    EXPECT_EQ(error_of("NodeName=n1\nClassName=training PowerPerGpuW=-1\n"),
+              "m2g.conf:2: PowerPerGpuW=-1 is not valid; expected watts per GPU from 0 to 5000 (0: "
+              "DefaultPowerPerGpuW, else the built-in class default)");
+    EXPECT_EQ(error_of("NodeName=n1\nClassName=training Power=300\n"),
+              "m2g.conf:2: unknown key 'Power' in a ClassName line; accepted keys: Deferrable, PowerPerGpuW");
+    EXPECT_EQ(error_of("NodeName=n1\nClassName=training,batch Deferrable=no\n"),
+              "m2g.conf:2: ClassName=training,batch: one name per line (hostlist expressions are accepted only in "
+              "NodeName, Nodes, Domains and Switches)");
+    EXPECT_EQ(error_of("NodeName=n1\nClassName= Deferrable=no\n"), "m2g.conf:2: ClassName= needs a name");
+}
+
+TEST(Config, TheShippedExampleHasAnAdmissionBlock)
+{
+    const Model m = load_model(M2G_FIXTURES "/../../etc/m2g.conf.example");
+    EXPECT_EQ(m.admission.signals_file, "/run/m2g/signals.json");
+    EXPECT_EQ(m.admission.mode, AdmissionMode::Enforce);
+    EXPECT_FALSE(m.admission.defer_exempt_accounts.empty());
 }

@@ -181,3 +181,46 @@ TEST(Placement, RequestErrors)
     EXPECT_EQ(parse_request("gpus=72", 4).nodes, 18);
     EXPECT_EQ(parse_request("gpus=10", 4).nodes, 3);
 }
+
+// ---- heat: equal fits go to the cooler rack -----------------------------------
+
+TEST(Placement, EqualFitsPreferTheCoolerRack)
+{
+    Model m = load_model(M2G_FIXTURES "/nvl72-8rack.conf");
+    Engine e(m);
+    std::vector<uint8_t> all(m.nodes.size(), 1);
+    ClusterState st;
+    // No heat: the first rack in tree order.
+    EXPECT_EQ(e.place(parse_request("nodes=18", 4), all, st).nodes.front(), m.find_node("r01n01"));
+    st.domain_heat = {70, 50, 50, 50, 40, 50, 1060, 50};
+    Placement p = e.place(parse_request("nodes=18", 4), all, st);
+    ASSERT_TRUE(p.ok);
+    EXPECT_EQ(p.domains, std::vector<int>{m.find_domain("nvl05")});
+    EXPECT_EQ(p.reason, "nvl05, best fit (0 of 18 nodes left free there)");
+    // Two whole racks: under the cooler leaf (equal otherwise), the coolest
+    // rack, then the coolest beside it.
+    st.domain_heat = {50, 50, 50, 50, 45, 30, 1060, 48};
+    p = e.place(parse_request("nodes=36", 4), all, st);
+    ASSERT_TRUE(p.ok);
+    EXPECT_EQ(p.domains, (std::vector<int>{m.find_domain("nvl05"), m.find_domain("nvl06")}));
+    EXPECT_EQ(p.leaves.size(), 1u);
+}
+
+TEST(Placement, HeatNeverBeatsABetterFit)
+{
+    Model m = load_model(M2G_FIXTURES "/nvl72-8rack.conf");
+    Engine e(m);
+    std::vector<uint8_t> usable(m.nodes.size(), 1);
+    for (int k = 0; k < 2; ++k)
+        usable[m.domains[0].nodes[k]] = 0;  // nvl01: 16 free, the tightest fit for 16
+    ClusterState st;
+    st.domain_heat.assign(8, 40);
+    st.domain_heat[0] = 1080;  // hot, but the fit is better
+    const Placement p = e.place(parse_request("nodes=16", 4), usable, st);
+    ASSERT_TRUE(p.ok);
+    EXPECT_EQ(p.domains, std::vector<int>{0});
+    EXPECT_EQ(p.score, 0);
+    // A heat vector shorter than the model counts as unknown (0) for the rest.
+    st.domain_heat = {5};
+    EXPECT_TRUE(e.place(parse_request("nodes=18", 4), usable, st).ok);
+}

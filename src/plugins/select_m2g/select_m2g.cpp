@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <deque>
 #include <cstdint>
 #include <cstdlib>
 #include <ctime>
@@ -24,10 +25,13 @@
 #include <string>
 #include <vector>
 
+#include "topology/admission.hpp"
+#include "topology/annotation.hpp"
 #include "topology/cluster_state.hpp"
 #include "topology/config.hpp"
 #include "topology/intent.hpp"
 #include "topology/placement.hpp"
+#include "topology/signals.hpp"
 #include "topology/span.hpp"
 #include "topology/well_known.hpp"
 
@@ -116,15 +120,43 @@ bool load_stock()
 struct State {
     std::unique_ptr<m2g::Model> model;
     std::unique_ptr<m2g::Engine> engine;
+    std::string conf_text;            // the m2g.conf the model was built from
     std::vector<int> slurm_to_model;  // Slurm node index -> model node index (or -1)
     std::vector<int> model_to_slurm;  // model node index -> Slurm node index (or -1)
     int node_count = -1;              // node_record_count the map was built for
     std::vector<uint8_t> usable;      // scratch, per model node
-    m2g::ClusterState health;
+    m2g::ClusterState health;         // from HealthFile=
     time_t health_mtime = 0;
     time_t health_checked = 0;
+    // The signals feed (SignalsFile=): its own poll thread parses it; the
+    // placement path only takes the published snapshot.
+    std::unique_ptr<m2g::SignalFeed> feed;
+    // HealthFile state merged with the snapshot's health, rebuilt when
+    // either changes.
+    m2g::ClusterState merged;
+    const m2g::Signals* merged_for = nullptr;
+    time_t merged_health_mtime = -1;
+    // Power of jobs started since the snapshot in force was written, per
+    // domain, so starts between two feed updates are counted.
+    struct Start {
+        int64_t time;
+        int domain;
+        double kw;
+    };
+    std::deque<Start> started;
+    std::vector<double> started_kw;  // scratch, per domain
+    std::vector<double> heat;        // scratch, per domain
+    m2g::Pacer pacer;                // GPU starts during curtailment
 };
 State g;
+
+void log_line(m2g::LogLevel level, const std::string& msg)
+{
+    if (level == m2g::LogLevel::Info)
+        info("m2g: select: %s", msg.c_str());
+    else
+        error("m2g: select: %s", msg.c_str());
+}
 
 std::string conf_path()
 {
@@ -138,11 +170,31 @@ std::string conf_path()
 void load_model()
 {
     try {
-        auto m = std::make_unique<m2g::Model>(m2g::load_model(conf_path()));
+        const std::string path = conf_path();
+        std::string text = m2g::read_text_file(path);
+        if (g.model && text == g.conf_text) {
+            debug("%sm2g.conf unchanged; model and signals feed stay", kLog);
+            return;
+        }
+        auto m = std::make_unique<m2g::Model>(m2g::build_model(m2g::parse_m2g_conf(text, path)));
+        g.conf_text = std::move(text);
+        if (g.feed)
+            g.feed->stop();  // it refers to the old model
+        g.feed.reset();
         g.engine = std::make_unique<m2g::Engine>(*m);
         g.model = std::move(m);
         g.node_count = -1;
         g.health_mtime = 0;
+        g.merged_for = nullptr;
+        g.merged_health_mtime = -1;
+        g.started.clear();
+        g.pacer.clear();
+        const m2g::AdmissionPolicy& ap = g.model->admission;
+        if (!ap.signals_file.empty()) {
+            g.feed = std::make_unique<m2g::SignalFeed>(ap.signals_file, ap.signals_ttl_sec, ap.failsafe, *g.model,
+                                                       log_line);
+            g.feed->start(ap.signals_poll_sec);
+        }
         verbose("%sm2g.conf loaded: %zu nodes, %zu NVLink domains", kLog, g.model->nodes.size(),
                 g.model->domains.size());
     } catch (const std::exception& e) {
@@ -187,6 +239,42 @@ void refresh_health()
         g.health_mtime = st.st_mtime;  // warn once per version of the file
         error("%shealth feed: %s; keeping the last good state", kLog, e.what());
     }
+}
+
+// HealthFile state OR the snapshot's health, cached per (snapshot, file).
+const m2g::ClusterState& merged_health(const m2g::Signals* snap)
+{
+    if (snap == g.merged_for && g.health_mtime == g.merged_health_mtime)
+        return g.merged;
+    g.merged = g.health;
+    auto merge = [](std::vector<uint8_t>& into, const std::vector<uint8_t>& from) {
+        if (from.empty())
+            return;
+        into.resize(from.size());
+        for (size_t i = 0; i < from.size(); ++i)
+            into[i] = into[i] || from[i];
+    };
+    if (snap) {
+        merge(g.merged.node_degraded, snap->health.node_degraded);
+        merge(g.merged.domain_nvlink_fault, snap->health.domain_nvlink_fault);
+        merge(g.merged.domain_over_limit, snap->health.domain_over_limit);
+    }
+    g.merged_for = snap;
+    g.merged_health_mtime = g.health_mtime;
+    return g.merged;
+}
+
+// kW per domain of jobs started after the snapshot was written.
+const std::vector<double>& started_kw(const m2g::Signals* snap)
+{
+    const int64_t since = snap ? snap->generated_at : 0;
+    while (!g.started.empty() && (g.started.front().time < since || g.started.size() > 100000))
+        g.started.pop_front();
+    g.started_kw.assign(g.model->domains.size(), 0.0);
+    for (const auto& st : g.started)
+        if (st.domain >= 0 && st.time >= since)
+            g.started_kw[st.domain] += st.kw;
+    return g.started_kw;
 }
 
 // GPUs per node the job asks for (0: none or unknown).
@@ -244,21 +332,12 @@ m2g::JobIntent job_intent(job_record_t* job)
     }
 }
 
-// Put `segment` into AdminComment as "m2g:[...]", replacing an earlier m2g
-// segment and keeping any other text (other tools write there too).
-void annotate(job_record_t* job, const std::string& segment)
+// Put `text` into the placement part of AdminComment's "m2g:[...]"
+// segment, keeping job_submit/m2g's admission part and any other text.
+void annotate(job_record_t* job, const std::string& text)
 {
-    std::string text = segment;
-    std::replace(text.begin(), text.end(), ']', ')');
-    std::string comment = job->admin_comment ? job->admin_comment : "";
-    const auto start = comment.find("m2g:[");
-    if (start != std::string::npos) {
-        const auto end = comment.find(']', start);
-        comment.erase(start, end == std::string::npos ? std::string::npos : end - start + 1);
-        while (!comment.empty() && comment.back() == ' ')
-            comment.pop_back();
-    }
-    comment += (comment.empty() ? "" : " ") + std::string("m2g:[") + text + "]";
+    const std::string comment =
+        m2g::set_annotation(job->admin_comment ? job->admin_comment : "", m2g::AnnotationPart::Placement, text);
     xfree(job->admin_comment);
     job->admin_comment = xstrdup(comment.c_str());
 }
@@ -318,6 +397,9 @@ extern "C" int fini(void)
         return SLURM_SUCCESS;
     auto stock_fini = reinterpret_cast<int (*)(void)>(dlsym(g_handle, "fini"));
     const int rc = stock_fini ? stock_fini() : SLURM_SUCCESS;
+    if (g.feed)
+        g.feed->stop();
+    g.feed.reset();
     g.engine.reset();
     g.model.reset();
     return rc;
@@ -345,27 +427,101 @@ extern "C" int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32
             policy = pol.default_topology;
             m2g::apply_option(intent, m2g::kw::kOptTopology, policy, 0);
         }
-        if (intent.locality == m2g::Locality::Any)
-            return stock(bitmap);
 
         map_nodes();
         refresh_health();
+        const int64_t now = time(nullptr);
+        const m2g::SignalsView view = g.feed ? g.feed->view(now) : m2g::SignalsView{};
         const uint32_t nodes = req_nodes > min_nodes ? std::min(req_nodes, max_nodes ? max_nodes : req_nodes)
                                                      : min_nodes;
         const int gpn = gpus_per_node(job_ptr, nodes);
         const bool planning = SELECT_IS_MODE_WILL_RUN(mode) || SELECT_IS_MODE_TEST_ONLY(mode);
-        // fill_usable(now): the nodes offered that have the job's GPUs free
-        // now; with now == false, every node offered (planning asks about
-        // the future: when could the job run, and where).
-        auto fill_usable = [&](bool now) {
-            std::fill(g.usable.begin(), g.usable.end(), 0);
+        const bool run_now = SELECT_IS_MODE_RUN_NOW(mode);
+
+        // Live signals first (maintenance, nodes down, rack/row/site power,
+        // pacing): they bound every placement, also cons_tres's own.
+        m2g::GateRequest gr;
+        gr.intent = intent;
+        gr.gpus_per_node = gpn;
+        gr.nodes = static_cast<int>(nodes);
+        gr.time_limit_s = job_ptr->time_limit == NO_VAL || job_ptr->time_limit == INFINITE
+                              ? 0
+                              : int64_t(job_ptr->time_limit) * 60;
+        gr.now = now;
+        // Offered nodes in model terms; gate() clears the ones it rules out.
+        std::fill(g.usable.begin(), g.usable.end(), 0);
+        {
             const int last = bit_fls(bitmap);
+            for (int i = bit_ffs(bitmap); i >= 0 && i <= last && i < node_record_count; ++i)
+                if (bit_test(bitmap, i) && g.slurm_to_model[i] >= 0)
+                    g.usable[g.slurm_to_model[i]] = 1;
+        }
+        std::vector<uint8_t> offered = g.usable;
+        // Test-only asks whether the job could ever run (at submission, and
+        // a "no" rejects it): passing signals (power, maintenance) must not
+        // answer that.
+        m2g::GateResult gate;
+        if (SELECT_IS_MODE_TEST_ONLY(mode))
+            g.heat.assign(g.model->domains.size(), 0.0);
+        else
+            gate = m2g::gate(*g.model, view, gr, started_kw(view.snap.get()), &g.pacer, g.usable, g.heat);
+        if (gate.blocked) {
+            if (run_now)
+                annotate(job_ptr, "waiting policy=" + policy + " reason=" + gate.reason);
+            return SLURM_ERROR;
+        }
+        // Narrow Slurm's bitmap by what gate() ruled out, so no path below
+        // (cons_tres alone included) uses those nodes.
+        std::vector<uint8_t> allowed = g.usable;
+        if (gate.trimmed_nodes > 0)
+            for (size_t mi = 0; mi < offered.size(); ++mi)
+                if (offered[mi] && !allowed[mi] && g.model_to_slurm[mi] >= 0)
+                    bit_clear(bitmap, g.model_to_slurm[mi]);
+        const uint32_t left = static_cast<uint32_t>(bit_set_count(bitmap));
+        if (left < min_nodes) {
+            if (run_now)
+                annotate(job_ptr, "waiting policy=" + policy + " reason=" + gate.reason);
+            return SLURM_ERROR;
+        }
+        const double node_kw = gpn * m2g::power_w_per_gpu(g.model->admission, intent) / 1000.0;
+        const bool deferrable = m2g::is_deferrable(g.model->admission, intent);
+        // A start: book its power per domain (and its GPUs in the pacer
+        // during curtailment) until the feed reports the new draw.
+        auto record_start = [&]() {
+            if (!run_now)
+                return;
+            const int last = bit_fls(bitmap);
+            int started_nodes = 0;
             for (int i = bit_ffs(bitmap); i >= 0 && i <= last && i < node_record_count; ++i) {
-                if (!bit_test(bitmap, i))
+                if (!bit_test(bitmap, i) || g.slurm_to_model[i] < 0)
                     continue;
-                const int mi = g.slurm_to_model[i];
-                if (mi >= 0 && (!now || gpn == 0 || free_gpus(node_record_table_ptr[i]) >= gpn))
-                    g.usable[mi] = 1;
+                ++started_nodes;
+                g.started.push_back({now, g.model->nodes[g.slurm_to_model[i]].domain, node_kw});
+            }
+            if (deferrable && !m2g::active_events(view.snap.get(), now).empty())
+                g.pacer.book(g.model->admission, now, gpn * started_nodes, node_kw * started_nodes);
+        };
+        auto stock_started = [&](bitstr_t* bm) {
+            const int rc = stock(bm);
+            if (rc == SLURM_SUCCESS)
+                record_start();
+            return rc;
+        };
+        if (intent.locality == m2g::Locality::Any) {
+            const int rc = stock_started(bitmap);
+            if (rc == SLURM_SUCCESS && run_now && !gate.reason.empty())
+                annotate(job_ptr, "policy=any " + gate.reason);
+            return rc;
+        }
+
+        // fill_usable(now): the allowed nodes that have the job's GPUs free
+        // now; with now == false, every allowed node (planning asks about
+        // the future: when could the job run, and where).
+        auto fill_usable = [&](bool free_now) {
+            for (size_t mi = 0; mi < allowed.size(); ++mi) {
+                const int si = g.model_to_slurm[mi];
+                g.usable[mi] = allowed[mi] && si >= 0 &&
+                               (!free_now || gpn == 0 || free_gpus(node_record_table_ptr[si]) >= gpn);
             }
         };
         m2g::PlacementRequest req;
@@ -377,21 +533,24 @@ extern "C" int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32
         const time_t since = job_ptr->details->begin_time ? job_ptr->details->begin_time : job_ptr->details->submit_time;
         req.fallback = intent.locality == m2g::Locality::Prefer &&
                        time(nullptr) - since >= pol.prefer_wait_sec;
+        m2g::ClusterState state = merged_health(view.snap.get());
+        state.domain_heat = g.heat;  // prefer cooler racks among equal fits
         // Placements on nodes free now come first, also when planning, so
         // backfill starts what can start now; planning then looks further.
         fill_usable(true);
-        m2g::Placement p = g.engine->place(req, g.usable, g.health);
+        m2g::Placement p = g.engine->place(req, g.usable, state);
         if (!p.ok && planning) {
             fill_usable(false);
-            p = g.engine->place(req, g.usable, g.health);
+            p = g.engine->place(req, g.usable, state);
         }
+        const std::string gate_note = gate.reason.empty() ? "" : " signals=" + gate.reason;
 
         if (!p.ok) {
-            if (SELECT_IS_MODE_RUN_NOW(mode))
-                annotate(job_ptr, "waiting policy=" + policy + " reason=" + p.reason);
-            // Best effort is allowed: cons_tres decides on everything offered.
+            if (run_now)
+                annotate(job_ptr, "waiting policy=" + policy + " reason=" + p.reason + gate_note);
+            // Best effort is allowed: cons_tres decides on everything allowed.
             if (req.locality == m2g::Locality::Prefer && req.fallback)
-                return stock(bitmap);
+                return stock_started(bitmap);
             return SLURM_ERROR;
         }
         bitstr_t* narrowed = bit_alloc(bit_size(bitmap));
@@ -401,13 +560,14 @@ extern "C" int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32
         const int rc = stock(narrowed);
         if (rc == SLURM_SUCCESS) {
             bit_copybits(bitmap, narrowed);
-            if (SELECT_IS_MODE_RUN_NOW(mode))
-                annotate(job_ptr, placed_segment(*g.model, bitmap, policy, p));
+            record_start();
+            if (run_now)
+                annotate(job_ptr, placed_segment(*g.model, bitmap, policy, p) + gate_note);
         }
         FREE_NULL_BITMAP(narrowed);
         if (rc == SLURM_SUCCESS || intent.locality == m2g::Locality::Strict || !req.fallback)
             return rc;
-        return stock(bitmap);  // prefer, wait over: cons_tres on everything
+        return stock_started(bitmap);  // prefer, wait over: cons_tres on everything allowed
     } catch (const std::exception& e) {
         error("%sJobId=%u: %s; cons_tres decides alone", kLog, job_ptr->job_id, e.what());
     } catch (...) {

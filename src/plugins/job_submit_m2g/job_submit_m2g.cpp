@@ -1,0 +1,625 @@
+// job_submit/m2g: power-, thermal-, demand-response- and maintenance-aware
+// admission (see job_submit_m2g(8) and m2g.conf(5)).
+//
+// At submission, every job goes through the core's decide(): admitted,
+// deferred (its begin time moved to when the reason ends, never past the
+// user's --m2g-defer=until deadline), paced (GPU starts spread over
+// intervals during curtailment) or rejected with a message that says what
+// to change. The decision is written into AdminComment ("m2g:[...;
+// admission=...]") and, with --m2g-explain, printed by sbatch/salloc/srun.
+//
+// Signals come from the SignalsFile feed, which a poll thread of the core's
+// SignalFeed re-reads when it changes; the submission path only reads the
+// published snapshot (no file I/O, no network).
+//
+// Release: a thread in this plugin wakes every ReleaseCheckSec (5 s by
+// default), takes slurmctld's job write lock and runs decide() again for
+// every pending job m2g manages: deferred jobs whose reason has ended become
+// eligible at once (and the scheduler is asked to run), jobs whose event
+// was extended move with it, and eligible deferrable jobs are deferred when
+// an event starts. Only AdminComment and the begin time of those jobs are
+// touched.
+#include <grp.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <ctime>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "topology/admission.hpp"
+#include "topology/annotation.hpp"
+#include "topology/config.hpp"
+#include "topology/intent.hpp"
+#include "topology/signals.hpp"
+#include "topology/tres.hpp"
+#include "topology/well_known.hpp"
+
+extern "C" {
+#include "config.h"  // Slurm's, from --with-slurm-source
+
+#include "slurm/slurm.h"
+#include "slurm/slurm_errno.h"
+#include "src/common/assoc_mgr.h"
+#include "src/common/bitstring.h"
+#include "src/common/list.h"
+#include "src/common/log.h"
+#include "src/common/read_config.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/slurmctld.h"
+}
+
+extern "C" const char plugin_name[] = "m2g admission: power, thermal, demand-response and maintenance (job_submit/m2g)";
+extern "C" const char plugin_type[] = "job_submit/m2g";
+extern "C" const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+#if SLURM_VERSION_NUMBER != SLURM_VERSION_NUM(22, 5, 8)
+#warning "job_submit/m2g is tested only with Slurm 22.05.8; job records change between releases"
+#endif
+
+namespace {
+
+constexpr const char* kLog = "m2g: admission: ";
+
+// Everything the submission path and the release thread share. It lives on
+// the heap and the thread holds a reference, so a fini() that cannot wait
+// for the thread (it may be blocked on slurmctld's locks, which fini's
+// caller can hold at reconfigure) never pulls state from under it.
+struct Shared {
+    std::mutex mu;  // model, feed, pacer, conf_mtime
+    std::shared_ptr<const m2g::Model> model;
+    std::shared_ptr<m2g::SignalFeed> feed;
+    m2g::Pacer pacer;
+    std::string conf;
+    std::string conf_text;  // the m2g.conf the model was built from
+    int64_t conf_mtime_ns = -1;
+
+    std::mutex wake_mu;
+    std::condition_variable wake;
+    bool stop = false;
+};
+
+std::shared_ptr<Shared> g_shared;
+
+void log_line(m2g::LogLevel level, const std::string& msg)
+{
+    switch (level) {
+    case m2g::LogLevel::Info:
+        info("%s%s", kLog, msg.c_str());
+        break;
+    case m2g::LogLevel::Warning:
+        error("%s%s", kLog, msg.c_str());  // Slurm has no warning level in slurmctld.log
+        break;
+    case m2g::LogLevel::Error:
+        error("%s%s", kLog, msg.c_str());
+        break;
+    }
+}
+
+std::string conf_path()
+{
+    char* p = get_extra_conf_path(const_cast<char*>(m2g::kw::kConfFile));
+    const std::string path = m2g::conf_path(p);
+    xfree(p);
+    return path;
+}
+
+int64_t mtime_ns(const std::string& path)
+{
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0)
+        return -1;
+    return int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+// (Re)load m2g.conf into `s` when it changed; keep the previous model (and
+// its feed) when the new file is broken. Called at init and by the thread.
+void reload(Shared& s, bool first)
+{
+    const int64_t mt = mtime_ns(s.conf);
+    {
+        std::lock_guard<std::mutex> lk(s.mu);
+        if (!first && mt == s.conf_mtime_ns)
+            return;
+        s.conf_mtime_ns = mt;
+    }
+    std::shared_ptr<const m2g::Model> model;
+    try {
+        std::string text = m2g::read_text_file(s.conf);
+        {
+            std::lock_guard<std::mutex> lk(s.mu);
+            if (s.model && text == s.conf_text)
+                return;  // touched, not changed: model and feed stay
+        }
+        model = std::make_shared<const m2g::Model>(m2g::build_model(m2g::parse_m2g_conf(text, s.conf)));
+        std::lock_guard<std::mutex> lk(s.mu);
+        s.conf_text = std::move(text);
+    } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lk(s.mu);
+        error("%s%s%s", kLog, e.what(),
+              s.model ? "; keeping the previous m2g.conf in force" : "; jobs are admitted without m2g policy");
+        return;
+    }
+    std::shared_ptr<m2g::SignalFeed> feed;
+    const m2g::AdmissionPolicy& ap = model->admission;
+    if (!ap.signals_file.empty()) {
+        feed = std::make_shared<m2g::SignalFeed>(ap.signals_file, ap.signals_ttl_sec, ap.failsafe, *model, log_line);
+        feed->set_status_file(ap.signals_status_file);
+        feed->start(ap.signals_poll_sec);
+    }
+    std::shared_ptr<m2g::SignalFeed> old_feed;
+    {
+        std::lock_guard<std::mutex> lk(s.mu);
+        old_feed = std::move(s.feed);
+        s.feed = feed;
+        // The feed refers to the model: keep the old pair alive until the
+        // old feed is stopped below.
+        std::swap(s.model, model);
+        s.pacer.clear();
+    }
+    if (old_feed)
+        old_feed->stop();
+    old_feed.reset();
+    info("%sm2g.conf %s: admission %s, signals %s", kLog, first ? "loaded" : "reloaded",
+         m2g::to_string(ap.mode), ap.signals_file.empty() ? "none" : ap.signals_file.c_str());
+}
+
+// The snapshot view in force, with the model it belongs to.
+struct Current {
+    std::shared_ptr<const m2g::Model> model;
+    std::shared_ptr<m2g::SignalFeed> feed;
+    m2g::SignalsView view;
+};
+
+Current current(Shared& s, int64_t now)
+{
+    Current c;
+    {
+        std::lock_guard<std::mutex> lk(s.mu);
+        c.model = s.model;
+        c.feed = s.feed;
+    }
+    if (c.feed)
+        c.view = c.feed->view(now);
+    return c;
+}
+
+std::vector<std::string> env_vector(char** env, uint32_t n)
+{
+    std::vector<std::string> out;
+    if (env)
+        for (uint32_t i = 0; i < n; ++i)
+            if (env[i])
+                out.emplace_back(env[i]);
+    return out;
+}
+
+std::string user_name(uid_t uid)
+{
+    struct passwd pw, *res = nullptr;
+    std::vector<char> buf(16384);
+    if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &res) == 0 && res)
+        return res->pw_name;
+    return std::to_string(uid);
+}
+
+// The user's groups by name (only looked up when exemptions name groups).
+std::vector<std::string> group_names(const std::string& user, gid_t gid)
+{
+    std::vector<std::string> out;
+    int n = 64;
+    std::vector<gid_t> gids(n);
+    if (getgrouplist(user.c_str(), gid, gids.data(), &n) < 0) {
+        gids.resize(n);
+        if (getgrouplist(user.c_str(), gid, gids.data(), &n) < 0)
+            n = 0;
+    }
+    gids.resize(n);
+    if (gids.empty())
+        gids.push_back(gid);
+    std::vector<char> buf(16384);
+    for (gid_t g : gids) {
+        struct group gr, *res = nullptr;
+        if (getgrgid_r(g, &gr, buf.data(), buf.size(), &res) == 0 && res)
+            out.emplace_back(res->gr_name);
+    }
+    return out;
+}
+
+// --account, else the user's default account from the association manager.
+std::string account_of(const char* requested, uint32_t uid)
+{
+    if (requested && *requested)
+        return requested;
+    slurmdb_user_rec_t user;
+    memset(&user, 0, sizeof user);
+    user.uid = uid;
+    if (assoc_mgr_fill_in_user(acct_db_conn, &user, accounting_enforce, nullptr, false) == SLURM_SUCCESS &&
+        user.default_acct)
+        return user.default_acct;
+    return "";
+}
+
+// Model nodes of the partition(s) a job may use; empty: all.
+std::vector<int> candidate_nodes(const m2g::Model& m, part_record_t* part)
+{
+    std::vector<int> out;
+    if (!part || !part->node_bitmap)
+        return out;
+    for (int i = 0; i < node_record_count; ++i) {
+        if (!bit_test(part->node_bitmap, i) || !node_record_table_ptr[i])
+            continue;
+        const int mi = m.find_node(node_record_table_ptr[i]->name);
+        if (mi >= 0)
+            out.push_back(mi);
+    }
+    return out;
+}
+
+part_record_t* first_partition(const char* names)
+{
+    if (!names || !*names)
+        return default_part_loc;
+    std::string first(names);
+    first = first.substr(0, first.find(','));
+    return find_part_record(const_cast<char*>(first.c_str()));
+}
+
+int64_t limit_seconds(uint32_t minutes, part_record_t* part)
+{
+    if (minutes == NO_VAL && part)
+        minutes = part->default_time != NO_VAL ? part->default_time : part->max_time;
+    if (minutes == NO_VAL || minutes == INFINITE)
+        return 0;
+    return int64_t(minutes) * 60;
+}
+
+std::string token(const std::string& text, const std::string& key)
+{
+    const auto at = text.find(key + "=");
+    if (at == std::string::npos || (at > 0 && text[at - 1] != ' '))
+        return "";
+    const auto from = at + key.size() + 1;
+    return text.substr(from, text.find(' ', from) - from);
+}
+
+// The admission part with the user's own --begin kept, so a release never
+// makes a job eligible before the time its owner asked for.
+std::string admission_text(const m2g::Decision& d, int64_t user_begin, bool monitor)
+{
+    std::string text = d.annotation();
+    if (monitor)
+        text = "monitor would " + text;
+    if (user_begin > 0)
+        text += " user_begin=" + std::to_string(user_begin);
+    return text;
+}
+
+// NoDeferAction=convert: the job's own intent says --m2g-defer=ok from now
+// on, so select/m2g and the release thread treat it as deferrable too.
+void convert_to_deferrable(job_desc_msg_t* job_desc)
+{
+    const std::string key = std::string(m2g::kw::kEnvDefer) + "=";
+    for (uint32_t i = 0; job_desc->spank_job_env && i < job_desc->spank_job_env_size; ++i) {
+        const char* e = job_desc->spank_job_env[i];
+        if (!e)
+            continue;
+        const std::string entry(e);
+        const auto at = entry.find(key);
+        // M2G_DEFER=..., or with the SPANK_ prefixes decode_intent accepts.
+        if (at == std::string::npos || (at != 0 && entry.compare(0, at, "SPANK_") != 0 &&
+                                         entry.compare(0, at, "SLURM_SPANK_") != 0))
+            continue;
+        xfree(job_desc->spank_job_env[i]);
+        job_desc->spank_job_env[i] = xstrdup((entry.substr(0, at + key.size()) + "ok").c_str());
+    }
+}
+
+// ---- the release thread ----------------------------------------------------------
+
+// One release pass's context: what is in force, and the candidate nodes
+// per partition (computed once per pass, not once per job).
+struct Pass {
+    const Current& c;
+    int64_t now;
+    bool pressure;  // an event is active or the fail-safe holds deferrable work
+    std::map<part_record_t*, std::vector<int>> candidates;
+};
+
+// Re-decide one pending job; true when it changed.
+bool reevaluate(Pass& pass, job_record_t* job)
+{
+    const Current& c = pass.c;
+    const int64_t now = pass.now;
+    if (!IS_JOB_PENDING(job) || !job->details || job->priority == 0)  // held jobs stay as they are
+        return false;
+    const std::string comment = job->admin_comment ? job->admin_comment : "";
+    const std::string part = m2g::get_annotation(comment, m2g::AnnotationPart::Admission);
+    if (part.empty())
+        return false;  // not admitted by m2g (submitted before it was loaded, or an admin cleared it)
+    const bool waiting = part.rfind("defer", 0) == 0 || part.rfind("pace", 0) == 0;
+    const bool paced = part.rfind("pace", 0) == 0;
+    const std::string ub = token(part, "user_begin");
+    const int64_t user_begin = ub.empty() ? 0 : std::strtoll(ub.c_str(), nullptr, 10);
+    if (!waiting && (!pass.pressure || job->details->begin_time > now))
+        return false;  // eligible and nothing to yield to, or the owner's own --begin
+
+    m2g::AdmissionRequest r;
+    r.intent = m2g::decode_intent(env_vector(job->spank_job_env, job->spank_job_env_size));
+    r.nodes = std::max<int>(1, job->details->min_nodes);
+    r.gpus = static_cast<int>(m2g::job_gpus(job->tres_per_job ? job->tres_per_job : "",
+                                            job->tres_per_node ? job->tres_per_node : "",
+                                            job->tres_per_task ? job->tres_per_task : "", r.nodes,
+                                            job->details->num_tasks));
+    if (r.gpus == 0)
+        r.gpus = r.intent.gpus;
+    r.time_limit_s = limit_seconds(job->time_limit, job->part_ptr);
+    r.now = now;
+    r.user_begin = user_begin;
+    r.account = job->account ? job->account : "";
+    if (!c.model->admission.defer_exempt_groups.empty()) {
+        r.user = user_name(job->user_id);
+        r.groups = group_names(r.user, job->group_id);
+    }
+    auto cached = pass.candidates.find(job->part_ptr);
+    if (cached == pass.candidates.end())
+        cached = pass.candidates.emplace(job->part_ptr, candidate_nodes(*c.model, job->part_ptr)).first;
+    r.candidate_nodes = cached->second;
+
+    if (paced && !m2g::active_events(c.view.snap.get(), now).empty())
+        return false;  // its pacing slot stands while the curtailment lasts
+    const m2g::Decision d = m2g::decide(*c.model, c.view, r, nullptr);
+    int64_t begin = 0;
+    if (d.verdict == m2g::Verdict::Defer || d.verdict == m2g::Verdict::Pace)
+        begin = d.begin_time;
+    else if (d.verdict == m2g::Verdict::Reject)
+        return false;  // admitted once; a later rejection would lose it: leave it waiting as it is
+    begin = std::max(begin, user_begin);
+    const bool now_waiting = begin > now;
+    if (!waiting && !now_waiting)
+        return false;  // eligible, and stays eligible
+    if (waiting && now_waiting && begin == static_cast<int64_t>(job->details->begin_time))
+        return false;  // unchanged
+    if (c.model->admission.mode != m2g::AdmissionMode::Enforce)
+        return false;
+
+    job->details->begin_time = now_waiting ? begin : now;
+    std::string text = admission_text(d, user_begin, false);
+    if (waiting && !now_waiting)
+        text = "released at " + m2g::format_utc(now) + ": " + text;
+    const std::string updated = m2g::set_annotation(comment, m2g::AnnotationPart::Admission, text);
+    xfree(job->admin_comment);
+    job->admin_comment = xstrdup(updated.c_str());
+    job->state_reason = now_waiting ? WAIT_TIME : WAIT_NO_REASON;
+    xfree(job->state_desc);
+    info("%sJobId=%u %s: %s", kLog, job->job_id, now_waiting ? "deferred" : "released", d.reason.c_str());
+    return true;
+}
+
+void release_pass(Shared& s)
+{
+    const int64_t now = time(nullptr);
+    const Current c = current(s, now);
+    if (!c.model || c.model->admission.mode == m2g::AdmissionMode::Off)
+        return;
+    slurmctld_lock_t lock = {NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK};
+    lock_slurmctld(lock);
+    {
+        std::lock_guard<std::mutex> lk(s.wake_mu);
+        if (s.stop) {
+            unlock_slurmctld(lock);
+            return;
+        }
+    }
+    int changed = 0;
+    Pass pass{c, now, c.view.hold || !m2g::active_events(c.view.snap.get(), now).empty(), {}};
+    if (job_list) {
+        ListIterator it = list_iterator_create(job_list);
+        job_record_t* job;
+        while ((job = static_cast<job_record_t*>(list_next(it)))) {
+            try {
+                changed += reevaluate(pass, job);
+            } catch (const std::exception& e) {
+                error("%sJobId=%u: %s; left as it is", kLog, job->job_id, e.what());
+            }
+        }
+        list_iterator_destroy(it);
+    }
+    if (changed)
+        last_job_update = now;
+    unlock_slurmctld(lock);
+    if (changed)
+        queue_job_scheduler();
+}
+
+void release_thread(std::shared_ptr<Shared> s)
+{
+    for (;;) {
+        int period = 5;
+        {
+            std::lock_guard<std::mutex> lk(s->mu);
+            if (s->model)
+                period = std::max(1, s->model->admission.release_check_sec);
+        }
+        {
+            std::unique_lock<std::mutex> lk(s->wake_mu);
+            s->wake.wait_for(lk, std::chrono::seconds(period), [&] { return s->stop; });
+            if (s->stop)
+                break;
+        }
+        try {
+            reload(*s, false);
+            release_pass(*s);
+        } catch (const std::exception& e) {
+            error("%srelease pass: %s", kLog, e.what());
+        } catch (...) {
+            error("%srelease pass: unexpected error", kLog);
+        }
+    }
+    std::shared_ptr<m2g::SignalFeed> feed;
+    {
+        std::lock_guard<std::mutex> lk(s->mu);
+        feed = s->feed;
+    }
+    if (feed)
+        feed->stop();
+}
+
+// Keep this object mapped for as long as slurmctld lives: a thread that
+// outlives fini() (see Shared) must still have its code.
+void pin_self()
+{
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void*>(&pin_self), &info) && info.dli_fname)
+        if (!dlopen(info.dli_fname, RTLD_NOW | RTLD_NODELETE | RTLD_NOLOAD))
+            error("%scannot pin %s: %s", kLog, info.dli_fname, dlerror());
+}
+
+}  // namespace
+
+// ---- plugin entry points -------------------------------------------------------
+
+extern "C" int init(void)
+{
+    try {
+        auto s = std::make_shared<Shared>();
+        s->conf = conf_path();
+        reload(*s, true);
+        pin_self();
+        std::thread(release_thread, s).detach();
+        g_shared = s;
+        info("%sjob_submit/m2g active", kLog);
+        return SLURM_SUCCESS;
+    } catch (const std::exception& e) {
+        error("%sinit: %s", kLog, e.what());
+    } catch (...) {
+        error("%sinit: unexpected error", kLog);
+    }
+    return SLURM_ERROR;
+}
+
+extern "C" int fini(void)
+{
+    // Not joined: the thread may wait for slurmctld's locks, which our
+    // caller may hold. It sees `stop` once it has them, and exits.
+    if (g_shared) {
+        {
+            std::lock_guard<std::mutex> lk(g_shared->wake_mu);
+            g_shared->stop = true;
+        }
+        g_shared->wake.notify_all();
+        g_shared.reset();
+    }
+    return SLURM_SUCCESS;
+}
+
+extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg)
+{
+    (void)submit_uid;
+    if (!g_shared || !job_desc)
+        return SLURM_SUCCESS;
+    Shared& s = *g_shared;
+    try {
+        const int64_t now = time(nullptr);
+        const Current c = current(s, now);
+        if (!c.model || c.model->admission.mode == m2g::AdmissionMode::Off)
+            return SLURM_SUCCESS;
+        const m2g::AdmissionPolicy& ap = c.model->admission;
+
+        m2g::AdmissionRequest r;
+        try {
+            r.intent = m2g::decode_intent(env_vector(job_desc->spank_job_env, job_desc->spank_job_env_size));
+        } catch (const std::exception& e) {
+            // Only a client without spank_m2g (or a forged environment) gets here.
+            if (err_msg)
+                *err_msg = xstrdup_printf("m2g: %s", e.what());
+            return SLURM_ERROR;
+        }
+        part_record_t* part = first_partition(job_desc->partition);
+        r.nodes = job_desc->min_nodes == NO_VAL ? 1 : std::max<int>(1, job_desc->min_nodes);
+        const int64_t tasks = job_desc->num_tasks == NO_VAL ? 0 : job_desc->num_tasks;
+        r.gpus = static_cast<int>(m2g::job_gpus(job_desc->tres_per_job ? job_desc->tres_per_job : "",
+                                                job_desc->tres_per_node ? job_desc->tres_per_node : "",
+                                                job_desc->tres_per_task ? job_desc->tres_per_task : "", r.nodes,
+                                                tasks));
+        if (r.gpus == 0)
+            r.gpus = r.intent.gpus;
+        r.time_limit_s = limit_seconds(job_desc->time_limit, part);
+        r.now = now;
+        r.user_begin = job_desc->begin_time > now ? job_desc->begin_time : 0;
+        r.account = account_of(job_desc->account, job_desc->user_id);
+        r.user = user_name(job_desc->user_id);
+        if (!ap.defer_exempt_groups.empty())
+            r.groups = group_names(r.user, job_desc->group_id);
+        if (c.model)
+            r.candidate_nodes = candidate_nodes(*c.model, part);
+
+        m2g::Decision d;
+        {
+            std::lock_guard<std::mutex> lk(s.mu);  // the pacer
+            d = m2g::decide(*c.model, c.view, r, ap.mode == m2g::AdmissionMode::Enforce ? &s.pacer : nullptr);
+        }
+        const bool enforce = ap.mode == m2g::AdmissionMode::Enforce;
+        if (enforce && d.converted)
+            convert_to_deferrable(job_desc);
+        if (d.verdict == m2g::Verdict::Reject && enforce) {
+            info("%sjob from uid %u rejected: %s", kLog, job_desc->user_id, d.reason.c_str());
+            if (err_msg)
+                *err_msg = xstrdup(d.message.c_str());
+            return ESLURM_ACCESS_DENIED;
+        }
+        if (enforce && (d.verdict == m2g::Verdict::Defer || d.verdict == m2g::Verdict::Pace) &&
+            d.begin_time > static_cast<int64_t>(job_desc->begin_time))
+            job_desc->begin_time = d.begin_time;
+        const std::string updated =
+            m2g::set_annotation(job_desc->admin_comment ? job_desc->admin_comment : "",
+                                m2g::AnnotationPart::Admission, admission_text(d, r.user_begin, !enforce));
+        xfree(job_desc->admin_comment);
+        job_desc->admin_comment = xstrdup(updated.c_str());
+        if (r.intent.explain && err_msg && !*err_msg)
+            *err_msg = xstrdup(d.message.c_str());
+        debug("%s%s", kLog, d.reason.c_str());
+    } catch (const std::exception& e) {
+        // Never lose a job to an m2g fault: admit it and say so.
+        error("%sjob from uid %u: %s; admitted without m2g policy", kLog, job_desc->user_id, e.what());
+    } catch (...) {
+        error("%sjob from uid %u: unexpected error; admitted without m2g policy", kLog, job_desc->user_id);
+    }
+    return SLURM_SUCCESS;
+}
+
+extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid)
+{
+    // Owners may not pull a job m2g deferred forward with
+    // `scontrol update StartTime=`; operators and admins may.
+    if (!job_desc || !job_ptr || !job_ptr->details || job_desc->begin_time == 0 ||
+        job_desc->begin_time == NO_VAL || validate_operator(submit_uid))
+        return SLURM_SUCCESS;
+    try {
+        const std::string part =
+            m2g::get_annotation(job_ptr->admin_comment ? job_ptr->admin_comment : "", m2g::AnnotationPart::Admission);
+        const bool waiting = part.rfind("defer", 0) == 0 || part.rfind("pace", 0) == 0;
+        if (waiting && IS_JOB_PENDING(job_ptr) &&
+            static_cast<time_t>(job_desc->begin_time) < job_ptr->details->begin_time) {
+            info("%sJobId=%u: uid %u may not move its begin time before m2g's (%s)", kLog, job_ptr->job_id,
+                 submit_uid, part.c_str());
+            return ESLURM_ACCESS_DENIED;
+        }
+    } catch (...) {
+    }
+    return SLURM_SUCCESS;
+}

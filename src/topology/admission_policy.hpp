@@ -1,0 +1,68 @@
+// m2g core: the admission policy an admin sets in m2g.conf (see m2g.conf(5)).
+// Plain data; config.cpp fills it, admission.cpp and the plugins read it.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+namespace m2g {
+
+// What happens when the signals feed is stale or missing (SignalsFailSafe=).
+enum class FailSafe {
+    Last,   // keep using the last good snapshot (its events still end on time)
+    Open,   // act as if there were no signals: no events, feed budgets ignored
+    Defer,  // hold deferrable work (as under a site-wide event) until fresh again
+};
+
+enum class AdmissionMode {
+    Enforce,  // decisions change the job (begin time, rejection)
+    Monitor,  // decisions are only written into AdminComment
+    Off,      // job_submit/m2g passes jobs through untouched
+};
+
+// What --m2g-defer=no from an account without an exemption gets during an event.
+enum class NoDeferAction { Reject, Convert };
+
+// A job whose time limit would overlap a maintenance window on capacity it
+// could use: steer it to other nodes when enough remain, else defer it
+// (Steer); or always defer it (Defer).
+enum class MaintenanceAction { Steer, Defer };
+
+// Defaults of one workload class (ClassName= lines). Index: WorkloadClass
+// as an integer (Unset is the row for jobs without a class).
+struct ClassPolicy {
+    bool deferrable = false;
+    double power_w_per_gpu = 0;  // 0: DefaultPowerPerGpuW
+};
+
+struct AdmissionPolicy {
+    std::string signals_file;  // "" none: admission uses m2g.conf budgets only
+    std::string signals_status_file;  // "" none: where job_submit/m2g writes what it believes
+    int signals_ttl_sec = 300;
+    int signals_poll_sec = 5;
+    FailSafe failsafe = FailSafe::Last;
+    AdmissionMode mode = AdmissionMode::Enforce;
+    double default_power_w_per_gpu = 0;  // 0: the built-in class defaults (see admission.hpp)
+    int power_retry_sec = 300;           // deferral step when no end time is known
+    double ramp_rate_kw_per_min = 0;     // 0: no pacing by power ramp
+    int pace_interval_sec = 60;
+    int pace_gpus_per_interval = 0;      // 0: no GPU cap per interval
+    std::vector<std::string> defer_exempt_accounts;
+    std::vector<std::string> defer_exempt_groups;
+    NoDeferAction no_defer_action = NoDeferAction::Reject;
+    MaintenanceAction maintenance_action = MaintenanceAction::Steer;
+    int release_check_sec = 5;
+    // Per WorkloadClass (Unset, Training, Finetune, Inference, Batch,
+    // Benchmark, Dataproc, Agentic); filled with the built-in defaults.
+    std::array<ClassPolicy, 8> classes = default_classes();
+
+    static std::array<ClassPolicy, 8> default_classes();
+};
+
+const char* to_string(FailSafe f);
+const char* to_string(AdmissionMode m);
+const char* to_string(NoDeferAction a);
+const char* to_string(MaintenanceAction a);
+
+}  // namespace m2g
