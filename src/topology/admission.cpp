@@ -776,12 +776,16 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
                         }
                 }
             }
-            // Pacing during curtailment (select/m2g books after placing).
-            if (blocked.empty() && pacer && pacing_limits(p) && !active_events(s, r.now).empty() &&
-                !pacer->fits_now(p, r.now, r.gpus_per_node * r.nodes, job_kw))
-                blocked = "pacing: " + std::to_string(pacer->gpus_in_interval(p, r.now)) +
-                          " GPUs already started this interval";
         }
+    }
+    // Pacing during curtailment, for every job: the ramp limit is about all
+    // starts (select/m2g books each start when the job begins).
+    if (blocked.empty() && s && pacer && pacing_limits(p) && !active_events(s, r.now).empty()) {
+        const double job_kw =
+            std::max(0, r.gpus_per_node) * power_w_per_gpu(p, r.intent) / 1000.0 * std::max(0, r.nodes);
+        if (!pacer->fits_now(p, r.now, r.gpus_per_node * r.nodes, job_kw))
+            blocked = "pacing: " + std::to_string(pacer->gpus_in_interval(p, r.now)) +
+                      " GPUs already started this interval";
     }
     g.blocked = !blocked.empty();
     if (g.blocked)

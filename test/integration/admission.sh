@@ -33,10 +33,11 @@ CTLD_PID=$(cat "$TB_DIR/pids/slurmctld.pid")
 write_feed() {
 	local gen=${GEN:-$(date +%s)} racks=""
 	[[ -z ${RACKS:-} ]] || racks=", \"racks\": $RACKS"
+	local thermal=${THERMAL:-"{}"}
 	cat >"$FEED.tmp" <<-EOF
 		{"schema": "m2g.signals/v1", "generated_at": $gen, "source": "admission.sh",
 		 "power": {"site": {"budget_kw": 2000, "draw_kw": 100}$racks},
-		 "events": ${EVENTS:-[]}, "maintenance": ${MAINT:-[]}}
+		 "thermal": $thermal, "events": ${EVENTS:-[]}, "maintenance": ${MAINT:-[]}}
 	EOF
 	mv -f "$FEED.tmp" "$FEED"
 }
@@ -129,6 +130,16 @@ bt=$(scontrol -o show job "$all" | sed -n 's/.* StartTime=\([^ ]*\).*/\1/p')
 diag "deferred job StartTime=$bt; AdminComment: $(admin_comment "$all")"
 scancel "$long" "$short"
 
+# --- cooler racks first ---------------------------------------------------------------
+THERMAL='{"r01n01": {"gpu_temp_c": 84, "state": "hot"}, "r02n01": {"gpu_temp_c": 71, "state": "warm"},
+  "r03n01": {"gpu_temp_c": 66, "state": "ok"}, "r04n01": {"gpu_temp_c": 41, "state": "ok"}}'
+write_feed
+sleep 3
+cool=$(job --m2g-class=training --m2g-topology=prefer -t 5 --wrap 'sleep 5')
+wait_job_state "$cool" "RUNNING|COMPLETED" 60
+ok "[[ \$(job_nodelist $cool) == r04* ]]" "among equally good racks the coolest wins ($(job_nodelist "$cool"): nvl04 at 41 C)"
+THERMAL=""
+
 # --- a corrupt feed: the last good snapshot stays, one error ----------------------------
 printf '{"schema": "m2g.signals/v1", "generated_at": ' >"$FEED.tmp"; mv -f "$FEED.tmp" "$FEED"
 sleep 5
@@ -174,6 +185,27 @@ write_feed
 wait_job_state "$m1" "RUNNING|COMPLETED" 45
 ok "(( SECONDS - t0 <= 30 ))" "the feed is back: the held job starts within 30 s (took $((SECONDS - t0)) s)"
 ok ctld_alive "slurmctld survived missing and stale feeds"
+
+# --- pacing during curtailment: at most 4 GPUs start per interval, for every job ----------
+printf 'PaceGpusPerInterval=4\nPaceIntervalSec=3600\n' >>"$TB_DIR/etc/m2g.conf"
+scontrol reconfigure
+# Keep clear of an interval boundary (intervals are aligned to the hour).
+(( $(date +%s) % 3600 > 3540 )) && sleep $((3600 - $(date +%s) % 3600 + 2))
+now=$(date +%s)
+EVENTS="[{\"id\": \"dr-pace\", \"start\": $((now - 60)), \"end\": $((now + 3600)), \"curtail_pct\": 10}]"
+write_feed
+sleep 3
+p1=$(job --m2g-class=inference --wrap 'sleep 30')
+wait_job_state "$p1" RUNNING 60
+p2=$(job --m2g-class=inference --wrap 'sleep 30')
+sleep 4
+is "$(job_state "$p2")" PENDING "pacing: a second 4-GPU start in the same interval waits (PaceGpusPerInterval=4)"
+ok "[[ '$(admin_comment "$p2")' == *'pacing: 4 GPUs already started this interval'* ]]" "its AdminComment says pacing"
+diag "AdminComment: $(admin_comment "$p2")"
+EVENTS="[]"
+write_feed
+wait_job_state "$p2" RUNNING 45; ok $? "the curtailment ends: the paced job starts"
+scancel "$p1" "$p2"
 
 # --- 1,000 submissions through job_submit/m2g ---------------------------------------------
 t0=$SECONDS

@@ -902,5 +902,13 @@ TEST_F(Admission, GateBlocksOnSitePowerHoldAndPacing)
     EXPECT_TRUE(g.blocked);
     EXPECT_EQ(g.reason, "pacing: 8 GPUs already started this interval");
     EXPECT_FALSE(gate(m, view(), gate_job(WorkloadClass::Training, 2), {}, nullptr, usable, heat).blocked);
-    EXPECT_FALSE(gate(m, view(), gate_job(WorkloadClass::Training, 2, DeferConsent::No), {}, &pc, usable, heat).blocked);
+    // The ramp limit is about all starts: non-deferrable work is paced too.
+    g = gate(m, view(), gate_job(WorkloadClass::Training, 2, DeferConsent::No), {}, &pc, usable, heat);
+    EXPECT_TRUE(g.blocked);
+    EXPECT_EQ(g.reason, "pacing: 8 GPUs already started this interval");
+    EXPECT_TRUE(gate(m, view(), gate_job(WorkloadClass::Inference, 2), {}, &pc, usable, heat).blocked);
+    // The next interval has room again.
+    GateRequest later = gate_job(WorkloadClass::Inference, 2);
+    later.now = kNow + m.admission.pace_interval_sec;
+    EXPECT_FALSE(gate(m, view(), later, {}, &pc, usable, heat).blocked);
 }

@@ -80,10 +80,9 @@ constexpr const char* kLog = "m2g: admission: ";
 // for the thread (it may be blocked on slurmctld's locks, which fini's
 // caller can hold at reconfigure) never pulls state from under it.
 struct Shared {
-    std::mutex mu;  // model, feed, pacer, conf_mtime
+    std::mutex mu;  // model, feed, conf_text, conf_mtime
     std::shared_ptr<const m2g::Model> model;
     std::shared_ptr<m2g::SignalFeed> feed;
-    m2g::Pacer pacer;
     std::string conf;
     std::string conf_text;  // the m2g.conf the model was built from
     int64_t conf_mtime_ns = -1;
@@ -91,9 +90,11 @@ struct Shared {
     std::mutex wake_mu;
     std::condition_variable wake;
     bool stop = false;
+    bool exited = false;  // the release thread has returned (under wake_mu)
 };
 
 std::shared_ptr<Shared> g_shared;
+std::vector<std::weak_ptr<Shared>> g_threads;  // every release thread started, for exit
 
 void log_line(m2g::LogLevel level, const std::string& msg)
 {
@@ -159,6 +160,10 @@ void reload(Shared& s, bool first)
     if (!ap.signals_file.empty()) {
         feed = std::make_shared<m2g::SignalFeed>(ap.signals_file, ap.signals_ttl_sec, ap.failsafe, *model, log_line);
         feed->set_status_file(ap.signals_status_file);
+        // Read the feed once before anyone sees it: a new feed that has not
+        // looked at its file yet would read as missing and release (or, with
+        // fail-safe defer, hold) every job m2g manages.
+        feed->refresh(time(nullptr));
         feed->start(ap.signals_poll_sec);
     }
     std::shared_ptr<m2g::SignalFeed> old_feed;
@@ -169,7 +174,6 @@ void reload(Shared& s, bool first)
         // The feed refers to the model: keep the old pair alive until the
         // old feed is stopped below.
         std::swap(s.model, model);
-        s.pacer.clear();
     }
     if (old_feed)
         old_feed->stop();
@@ -248,10 +252,18 @@ std::string account_of(const char* requested, uint32_t uid)
     slurmdb_user_rec_t user;
     memset(&user, 0, sizeof user);
     user.uid = uid;
-    if (assoc_mgr_fill_in_user(acct_db_conn, &user, accounting_enforce, nullptr, false) == SLURM_SUCCESS &&
+    // default_acct points into the association manager's records: copy it
+    // while holding its user lock.
+    assoc_mgr_lock_t locks;
+    memset(&locks, 0, sizeof locks);
+    locks.user = READ_LOCK;
+    std::string acct;
+    assoc_mgr_lock(&locks);
+    if (assoc_mgr_fill_in_user(acct_db_conn, &user, accounting_enforce, nullptr, true) == SLURM_SUCCESS &&
         user.default_acct)
-        return user.default_acct;
-    return "";
+        acct = user.default_acct;
+    assoc_mgr_unlock(&locks);
+    return acct;
 }
 
 // Model nodes of the partition(s) a job may use; empty: all.
@@ -309,6 +321,19 @@ std::string admission_text(const m2g::Decision& d, int64_t user_begin, bool moni
     return text;
 }
 
+// Slurm cancels a job that cannot finish by its --deadline: a deferrable
+// job may be deferred at most until deadline - time limit.
+void cap_by_slurm_deadline(m2g::AdmissionRequest& r, const m2g::AdmissionPolicy& ap, time_t deadline)
+{
+    if (deadline <= 0 || !m2g::is_deferrable(ap, r.intent))
+        return;
+    const int64_t latest = int64_t(deadline) - std::max<int64_t>(r.time_limit_s, 0);
+    if (r.intent.defer != m2g::DeferConsent::Until || latest < r.intent.defer_until) {
+        r.intent.defer = m2g::DeferConsent::Until;
+        r.intent.defer_until = latest;
+    }
+}
+
 // NoDeferAction=convert: the job's own intent says --m2g-defer=ok from now
 // on, so select/m2g and the release thread treat it as deferrable too.
 void convert_to_deferrable(job_desc_msg_t* job_desc)
@@ -352,52 +377,76 @@ bool reevaluate(Pass& pass, job_record_t* job)
     if (part.empty())
         return false;  // not admitted by m2g (submitted before it was loaded, or an admin cleared it)
     const bool waiting = part.rfind("defer", 0) == 0 || part.rfind("pace", 0) == 0;
-    const bool paced = part.rfind("pace", 0) == 0;
     const std::string ub = token(part, "user_begin");
     const int64_t user_begin = ub.empty() ? 0 : std::strtoll(ub.c_str(), nullptr, 10);
-    if (!waiting && (!pass.pressure || job->details->begin_time > now))
+    const int64_t begin_now = job->details->begin_time;
+    if (waiting) {
+        // m2g owns a waiting job's begin time only while it is the one m2g
+        // wrote. Anyone else's change (an operator's StartTime=, the owner's
+        // later one, a requeue, a dependency delay) ends m2g's hold on it.
+        int64_t ours = 0;
+        try {
+            ours = m2g::parse_signal_time(token(part, "until"), "until");
+        } catch (const std::exception&) {
+            return false;
+        }
+        if (std::max(ours, user_begin) != begin_now)
+            return false;
+    } else if (!pass.pressure || begin_now > now) {
         return false;  // eligible and nothing to yield to, or the owner's own --begin
-
-    m2g::AdmissionRequest r;
-    r.intent = m2g::decode_intent(env_vector(job->spank_job_env, job->spank_job_env_size));
-    r.nodes = std::max<int>(1, job->details->min_nodes);
-    r.gpus = static_cast<int>(m2g::job_gpus(job->tres_per_job ? job->tres_per_job : "",
-                                            job->tres_per_node ? job->tres_per_node : "",
-                                            job->tres_per_task ? job->tres_per_task : "", r.nodes,
-                                            job->details->num_tasks));
-    if (r.gpus == 0)
-        r.gpus = r.intent.gpus;
-    r.time_limit_s = limit_seconds(job->time_limit, job->part_ptr);
-    r.now = now;
-    r.user_begin = user_begin;
-    r.account = job->account ? job->account : "";
-    if (!c.model->admission.defer_exempt_groups.empty()) {
-        r.user = user_name(job->user_id);
-        r.groups = group_names(r.user, job->group_id);
     }
-    auto cached = pass.candidates.find(job->part_ptr);
-    if (cached == pass.candidates.end())
-        cached = pass.candidates.emplace(job->part_ptr, candidate_nodes(*c.model, job->part_ptr)).first;
-    r.candidate_nodes = cached->second;
+    const m2g::AdmissionMode mode = c.model->admission.mode;
+    if (mode != m2g::AdmissionMode::Enforce && !waiting)
+        return false;
 
-    if (paced && !m2g::active_events(c.view.snap.get(), now).empty())
-        return false;  // its pacing slot stands while the curtailment lasts
-    const m2g::Decision d = m2g::decide(*c.model, c.view, r, nullptr);
-    int64_t begin = 0;
-    if (d.verdict == m2g::Verdict::Defer || d.verdict == m2g::Verdict::Pace)
-        begin = d.begin_time;
-    else if (d.verdict == m2g::Verdict::Reject)
-        return false;  // admitted once; a later rejection would lose it: leave it waiting as it is
+    m2g::Decision d;
+    if (mode != m2g::AdmissionMode::Enforce) {
+        // Admission=monitor or off now: m2g lets go of what it holds.
+        d.verdict = m2g::Verdict::Admit;
+        d.reason = std::string("Admission=") + m2g::to_string(mode);
+    } else {
+        m2g::AdmissionRequest r;
+        r.intent = m2g::decode_intent(env_vector(job->spank_job_env, job->spank_job_env_size));
+        r.nodes = std::max<int>(1, job->details->min_nodes);
+        r.gpus = static_cast<int>(m2g::job_gpus(job->tres_per_job ? job->tres_per_job : "",
+                                                job->tres_per_node ? job->tres_per_node : "",
+                                                job->tres_per_task ? job->tres_per_task : "", r.nodes,
+                                                job->details->num_tasks));
+        if (r.gpus == 0)
+            r.gpus = r.intent.gpus;
+        r.time_limit_s = limit_seconds(job->time_limit, job->part_ptr);
+        r.now = now;
+        r.user_begin = user_begin;
+        r.account = job->account ? job->account : "";
+        if (r.intent.defer == m2g::DeferConsent::No && !c.model->admission.defer_exempt_groups.empty()) {
+            r.user = user_name(job->user_id);
+            r.groups = group_names(r.user, job->group_id);
+        }
+        auto cached = pass.candidates.find(job->part_ptr);
+        if (cached == pass.candidates.end())
+            cached = pass.candidates.emplace(job->part_ptr, candidate_nodes(*c.model, job->part_ptr)).first;
+        r.candidate_nodes = cached->second;
+        cap_by_slurm_deadline(r, c.model->admission, job->deadline);
+        d = m2g::decide(*c.model, c.view, r, nullptr);
+        if (d.verdict == m2g::Verdict::Reject)
+            return false;  // admitted once; a later rejection would lose it: leave it as it is
+    }
+    int64_t begin = d.verdict == m2g::Verdict::Defer || d.verdict == m2g::Verdict::Pace ? d.begin_time : 0;
     begin = std::max(begin, user_begin);
     const bool now_waiting = begin > now;
     if (!waiting && !now_waiting)
         return false;  // eligible, and stays eligible
-    if (waiting && now_waiting && begin == static_cast<int64_t>(job->details->begin_time))
-        return false;  // unchanged
-    if (c.model->admission.mode != m2g::AdmissionMode::Enforce)
-        return false;
+    if (waiting && now_waiting) {
+        if (begin == begin_now)
+            return false;  // unchanged
+        // A re-check deferral (no known end) keeps its time while the cause
+        // lasts: select/m2g blocks the job meanwhile if it comes due.
+        const std::string cause = token(part, "cause");
+        if (cause == d.cause && (cause == "power:site" || cause == "failsafe") && begin_now > now)
+            return false;
+    }
 
-    job->details->begin_time = now_waiting ? begin : now;
+    job->details->begin_time = now_waiting ? begin : std::max<int64_t>(now, user_begin);
     std::string text = admission_text(d, user_begin, false);
     if (waiting && !now_waiting)
         text = "released at " + m2g::format_utc(now) + ": " + text;
@@ -414,7 +463,7 @@ void release_pass(Shared& s)
 {
     const int64_t now = time(nullptr);
     const Current c = current(s, now);
-    if (!c.model || c.model->admission.mode == m2g::AdmissionMode::Off)
+    if (!c.model)
         return;
     slurmctld_lock_t lock = {NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK};
     lock_slurmctld(lock);
@@ -477,6 +526,25 @@ void release_thread(std::shared_ptr<Shared> s)
     }
     if (feed)
         feed->stop();
+    std::lock_guard<std::mutex> lk(s->wake_mu);
+    s->exited = true;
+    s->wake.notify_all();
+}
+
+// At process exit, before static objects (ours and the core's) go away:
+// stop the release threads and wait for them a little. A thread blocked on
+// slurmctld's locks at exit cannot be waited for; exit goes on after 2 s.
+void stop_threads_at_exit()
+{
+    for (const auto& w : g_threads) {
+        const std::shared_ptr<Shared> s = w.lock();
+        if (!s)
+            continue;
+        std::unique_lock<std::mutex> lk(s->wake_mu);
+        s->stop = true;
+        s->wake.notify_all();
+        s->wake.wait_for(lk, std::chrono::seconds(2), [&] { return s->exited; });
+    }
 }
 
 // Keep this object mapped for as long as slurmctld lives: a thread that
@@ -500,7 +568,11 @@ extern "C" int init(void)
         s->conf = conf_path();
         reload(*s, true);
         pin_self();
+        static bool at_exit = false;
+        if (!at_exit)
+            at_exit = std::atexit(stop_threads_at_exit) == 0;
         std::thread(release_thread, s).detach();
+        g_threads.push_back(s);
         g_shared = s;
         info("%sjob_submit/m2g active", kLog);
         return SLURM_SUCCESS;
@@ -562,17 +634,16 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
         r.now = now;
         r.user_begin = job_desc->begin_time > now ? job_desc->begin_time : 0;
         r.account = account_of(job_desc->account, job_desc->user_id);
-        r.user = user_name(job_desc->user_id);
-        if (!ap.defer_exempt_groups.empty())
+        if (r.intent.defer == m2g::DeferConsent::No && !ap.defer_exempt_groups.empty()) {
+            r.user = user_name(job_desc->user_id);  // NSS: only when an exemption may hang on it
             r.groups = group_names(r.user, job_desc->group_id);
-        if (c.model)
-            r.candidate_nodes = candidate_nodes(*c.model, part);
-
-        m2g::Decision d;
-        {
-            std::lock_guard<std::mutex> lk(s.mu);  // the pacer
-            d = m2g::decide(*c.model, c.view, r, ap.mode == m2g::AdmissionMode::Enforce ? &s.pacer : nullptr);
         }
+        r.candidate_nodes = candidate_nodes(*c.model, part);
+        cap_by_slurm_deadline(r, ap, job_desc->deadline);
+
+        // No pacer here: submissions include --test-only probes and jobs that
+        // later fail validation; select/m2g paces real starts.
+        const m2g::Decision d = m2g::decide(*c.model, c.view, r, nullptr);
         const bool enforce = ap.mode == m2g::AdmissionMode::Enforce;
         if (enforce && d.converted)
             convert_to_deferrable(job_desc);

@@ -134,7 +134,7 @@ struct State {
     // HealthFile state merged with the snapshot's health, rebuilt when
     // either changes.
     m2g::ClusterState merged;
-    const m2g::Signals* merged_for = nullptr;
+    std::shared_ptr<const m2g::Signals> merged_for;  // held, so its address cannot be reused
     time_t merged_health_mtime = -1;
     // Power of jobs started since the snapshot in force was written, per
     // domain, so starts between two feed updates are counted.
@@ -193,6 +193,7 @@ void load_model()
         if (!ap.signals_file.empty()) {
             g.feed = std::make_unique<m2g::SignalFeed>(ap.signals_file, ap.signals_ttl_sec, ap.failsafe, *g.model,
                                                        log_line);
+            g.feed->refresh(time(nullptr));  // never publish a feed that has not read its file
             g.feed->start(ap.signals_poll_sec);
         }
         verbose("%sm2g.conf loaded: %zu nodes, %zu NVLink domains", kLog, g.model->nodes.size(),
@@ -242,7 +243,7 @@ void refresh_health()
 }
 
 // HealthFile state OR the snapshot's health, cached per (snapshot, file).
-const m2g::ClusterState& merged_health(const m2g::Signals* snap)
+const m2g::ClusterState& merged_health(const std::shared_ptr<const m2g::Signals>& snap)
 {
     if (snap == g.merged_for && g.health_mtime == g.merged_health_mtime)
         return g.merged;
@@ -293,6 +294,9 @@ int gpus_per_node(job_record_t* job, uint32_t nodes)
             per_node = std::max<uint64_t>(per_node, js->gres_per_node);
         else if (js->gres_per_job && nodes)
             per_node = std::max<uint64_t>(per_node, (js->gres_per_job + nodes - 1) / nodes);
+        else if (js->gres_per_task && nodes && job->details && job->details->num_tasks)
+            per_node = std::max<uint64_t>(
+                per_node, (js->gres_per_task * job->details->num_tasks + nodes - 1) / nodes);
     }
     list_iterator_destroy(it);
     return static_cast<int>(per_node);
@@ -366,6 +370,35 @@ std::string placed_segment(const m2g::Model& m, bitstr_t* chosen, const std::str
     return "domains=" + (doms.empty() ? std::string("-") : names(m, doms, false)) +
            " leaves=" + (leaves.empty() ? std::string("-") : names(m, leaves, true)) + " policy=" + policy +
            " score=" + score + " reason=" + p.reason;
+}
+
+// A job began: book its power per domain until the feed reports the new
+// draw, and its GPUs in the pacer while a curtailment event is active.
+void record_job_start(job_record_t* job)
+{
+    if (!g.model || !job || !job->node_bitmap || !running_in_slurmctld())
+        return;
+    try {
+        map_nodes();
+        const int64_t now = time(nullptr);
+        const m2g::JobIntent intent = job_intent(job);
+        const int nodes = bit_set_count(job->node_bitmap);
+        const int gpn = gpus_per_node(job, static_cast<uint32_t>(nodes));
+        const double node_kw = gpn * m2g::power_w_per_gpu(g.model->admission, intent) / 1000.0;
+        const int last = bit_fls(job->node_bitmap);
+        int started = 0;
+        for (int i = bit_ffs(job->node_bitmap); i >= 0 && i <= last && i < node_record_count; ++i) {
+            if (!bit_test(job->node_bitmap, i) || g.slurm_to_model[i] < 0)
+                continue;
+            ++started;
+            g.started.push_back({now, g.model->nodes[g.slurm_to_model[i]].domain, node_kw});
+        }
+        const m2g::SignalsView view = g.feed ? g.feed->view(now) : m2g::SignalsView{};
+        if (!m2g::active_events(view.snap.get(), now).empty())
+            g.pacer.book(g.model->admission, now, gpn * started, node_kw * started);
+    } catch (const std::exception& e) {
+        error("%sJobId=%u: %s; its start is not counted", kLog, job->job_id, e.what());
+    }
 }
 
 }  // namespace
@@ -483,30 +516,9 @@ extern "C" int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32
                 annotate(job_ptr, "waiting policy=" + policy + " reason=" + gate.reason);
             return SLURM_ERROR;
         }
-        const double node_kw = gpn * m2g::power_w_per_gpu(g.model->admission, intent) / 1000.0;
-        const bool deferrable = m2g::is_deferrable(g.model->admission, intent);
-        // A start: book its power per domain (and its GPUs in the pacer
-        // during curtailment) until the feed reports the new draw.
-        auto record_start = [&]() {
-            if (!run_now)
-                return;
-            const int last = bit_fls(bitmap);
-            int started_nodes = 0;
-            for (int i = bit_ffs(bitmap); i >= 0 && i <= last && i < node_record_count; ++i) {
-                if (!bit_test(bitmap, i) || g.slurm_to_model[i] < 0)
-                    continue;
-                ++started_nodes;
-                g.started.push_back({now, g.model->nodes[g.slurm_to_model[i]].domain, node_kw});
-            }
-            if (deferrable && !m2g::active_events(view.snap.get(), now).empty())
-                g.pacer.book(g.model->admission, now, gpn * started_nodes, node_kw * started_nodes);
-        };
-        auto stock_started = [&](bitstr_t* bm) {
-            const int rc = stock(bm);
-            if (rc == SLURM_SUCCESS)
-                record_start();
-            return rc;
-        };
+        // Starts are booked in select_p_job_begin (a successful test here
+        // may still not start: preemption, a later failure).
+        auto stock_started = stock;
         if (intent.locality == m2g::Locality::Any) {
             const int rc = stock_started(bitmap);
             if (rc == SLURM_SUCCESS && run_now && !gate.reason.empty())
@@ -533,7 +545,7 @@ extern "C" int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32
         const time_t since = job_ptr->details->begin_time ? job_ptr->details->begin_time : job_ptr->details->submit_time;
         req.fallback = intent.locality == m2g::Locality::Prefer &&
                        time(nullptr) - since >= pol.prefer_wait_sec;
-        m2g::ClusterState state = merged_health(view.snap.get());
+        m2g::ClusterState state = merged_health(view.snap);
         state.domain_heat = g.heat;  // prefer cooler racks among equal fits
         // Placements on nodes free now come first, also when planning, so
         // backfill starts what can start now; planning then looks further.
@@ -560,7 +572,6 @@ extern "C" int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32
         const int rc = stock(narrowed);
         if (rc == SLURM_SUCCESS) {
             bit_copybits(bitmap, narrowed);
-            record_start();
             if (run_now)
                 annotate(job_ptr, placed_segment(*g.model, bitmap, policy, p) + gate_note);
         }
@@ -593,7 +604,13 @@ int select_p_node_init(void)
     g.node_count = -1;  // the node table may have changed
     return g_ops.node_init();
 }
-int select_p_job_begin(job_record_t* j) { return g_ops.job_begin(j); }
+int select_p_job_begin(job_record_t* j)
+{
+    const int rc = g_ops.job_begin(j);
+    if (rc == SLURM_SUCCESS)
+        record_job_start(j);
+    return rc;
+}
 int select_p_job_ready(job_record_t* j) { return g_ops.job_ready(j); }
 int select_p_job_expand(job_record_t* a, job_record_t* b) { return g_ops.job_expand(a, b); }
 int select_p_job_resized(job_record_t* j, node_record_t* n) { return g_ops.job_resized(j, n); }
