@@ -1,4 +1,5 @@
-// m2g: the command over the core. Works without a running Slurm.
+// m2g: the command over the core. Works without a running Slurm, except
+// explain/status/job, which read one through libslurm (src/slurmapi/).
 //
 //   m2g topology validate FILE
 //   m2g topology show FILE
@@ -9,6 +10,9 @@
 //   m2g place --topology FILE [--state STATE.json] --request REQ [--json]
 //   m2g signals validate [--conf M2G.CONF] [--at TIME] FILE
 //   m2g signals show [--conf M2G.CONF] [--status FILE | --file FEED] [--at TIME] [--json]
+//   m2g explain JOBID [--json] [--conf M2G.CONF]          (a running Slurm: SLURM_CONF)
+//   m2g status [--json] [--conf M2G.CONF] [--plot FILE.png]
+//   m2g job JOBID [--json] [--conf M2G.CONF]
 //
 // Exit status: 0 success, 1 the input is wrong (message on stderr), 2 usage,
 // 3 `m2g place`: the job would wait (the reason is printed).
@@ -24,6 +28,7 @@
 #include <sstream>
 #include <algorithm>
 #include <ctime>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +43,9 @@
 #include "topology/signals.hpp"
 #include "topology/well_known.hpp"
 #include "topology/span.hpp"
+#include "topology/status.hpp"
+#include "slurmapi/slurm_view.hpp"
+#include "cli/plot.hpp"
 
 namespace {
 
@@ -99,10 +107,74 @@ std::string summarize_feed(const m2g::Signals& s, int64_t now)
     return out;
 }
 
+// A core JSON object with "from" (and "path", when given: null when empty)
+// added: where the command read what it reports.
+std::string with_from(const std::string& body, const std::string& from, const char* writer,
+                      const std::string* path = nullptr)
+{
+    std::unique_ptr<json_object, void (*)(json_object*)> o(json_tokener_parse(body.c_str()),
+                                                           [](json_object* j) { json_object_put(j); });
+    if (!o || !json_object_is_type(o.get(), json_type_object))
+        throw m2g::Error(std::string("internal error: ") + writer + " wrote bad JSON");
+    json_object_object_add(o.get(), "from", json_object_new_string(from.c_str()));
+    if (path)
+        json_object_object_add(o.get(), "path", path->empty() ? nullptr : json_object_new_string(path->c_str()));
+    return std::string(json_object_to_json_string_ext(o.get(), JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)) +
+           "\n";
+}
+
 void print_warnings(const std::vector<std::string>& warnings, const std::string& file)
 {
     for (const auto& w : warnings)
         std::cerr << "m2g: warning: " << file << ": " << w << "\n";
+}
+
+// Where the signals came from, for `m2g signals show`, `m2g explain` and
+// `m2g status`: what job_submit/m2g believes (its status file) when that is
+// there, else the feed itself, read once now by this command.
+struct SignalsSource {
+    m2g::SignalsView view;
+    std::string from;  // "status", "file" or "none"
+    std::string path;  // the file read ("" for none)
+    std::string note;  // one line for people
+};
+
+// `status_file` / `feed_file`: --status / --file of `m2g signals show` ("" when
+// not given: the SignalsStatusFile= / SignalsFile= of `conf`).
+SignalsSource read_signals_source(const m2g::Model& m, const std::string& conf, const std::string& status_file,
+                                  const std::string& feed_file, int64_t now)
+{
+    const m2g::AdmissionPolicy& ap = m.admission;
+    const std::string status = !status_file.empty() ? status_file : ap.signals_status_file;
+    const bool use_status =
+        !status_file.empty() || (feed_file.empty() && !status.empty() && ::access(status.c_str(), R_OK) == 0);
+    SignalsSource src;
+    if (use_status) {
+        src.view = m2g::read_feed_status(status, m, ap.signals_ttl_sec, now);
+        src.from = "status";
+        src.path = status;
+        struct stat st {};
+        src.note = "status file " + status + ": what job_submit/m2g believes";
+        if (::stat(status.c_str(), &st) == 0)
+            src.note += " (written " + m2g::format_utc(st.st_mtime) + ")";
+        return src;
+    }
+    src.path = feed_file.empty() ? ap.signals_file : feed_file;
+    m2g::SignalFeed feed(src.path, ap.signals_ttl_sec, ap.failsafe, m, nullptr);
+    feed.refresh(now);
+    src.view = feed.view(now);
+    if (src.path.empty()) {
+        src.from = "none";
+        src.note = "no feed: no SignalsFile= in " + conf + " and no --file";
+    } else {
+        src.from = "file";
+        src.note = src.path + " as read now by this command, not the plugin's belief (" +
+                   (!feed_file.empty() ? std::string("--file given")
+                    : status.empty()   ? "no SignalsStatusFile= in " + conf
+                                       : "status file " + status + " not readable") +
+                   ")";
+    }
+    return src;
 }
 
 }  // namespace
@@ -182,6 +254,22 @@ int main(int argc, char** argv)
         sub->add_option("--at", at, "judge the feed as if it were TIME (RFC 3339 or epoch seconds), not now");
     }
 
+    // Slurm's live state through libslurm (SLURM_CONF), judged by the core.
+    uint32_t job_id = 0;
+    std::string plot_file;
+    auto* explain = app.add_subcommand(
+        "explain", "Why a job waits, was deferred, or went where it went (from slurmctld, m2g's annotation, the signals)");
+    explain->add_option("JOBID", job_id, "the job")->required()->check(CLI::Range(1u, 0xfffffff0u));
+    auto* status = app.add_subcommand(
+        "status", "The cluster now: GPUs used/free per NVLink domain, power, active events, queues by class");
+    status->add_option("--plot", plot_file, "also draw the status as a PNG image into this file");
+    auto* jobcmd = app.add_subcommand("job", "A job's GPU-hours, energy and cost (slurmctld, else accounting)");
+    jobcmd->add_option("JOBID", job_id, "the job")->required()->check(CLI::Range(1u, 0xfffffff0u));
+    for (auto* sub : {explain, status, jobcmd}) {
+        sub->add_flag("--json", as_json, "one JSON object");
+        sub->add_option("--conf", conf, "m2g.conf (default $M2G_CONF or /etc/slurm/m2g.conf)");
+    }
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -251,51 +339,64 @@ int main(int argc, char** argv)
                               << ": the plugins would treat it as stale (SignalsFailSafe=" << m2g::to_string(ap.failsafe)
                               << ")\n";
             } else {
-                // The plugin's belief when its status file is there; else the
-                // feed itself, read now by this command.
-                const std::string status = !status_file.empty() ? status_file : ap.signals_status_file;
-                const bool use_status =
-                    !status_file.empty() || (feed_file.empty() && !status.empty() && ::access(status.c_str(), R_OK) == 0);
-                m2g::SignalsView v;
-                std::string from, path, note;
-                if (use_status) {
-                    v = m2g::read_feed_status(status, m, ap.signals_ttl_sec, now);
-                    from = "status";
-                    path = status;
-                    struct stat st {};
-                    note = "status file " + status + ": what job_submit/m2g believes";
-                    if (::stat(status.c_str(), &st) == 0)
-                        note += " (written " + m2g::format_utc(st.st_mtime) + ")";
-                } else {
-                    path = feed_file.empty() ? ap.signals_file : feed_file;
-                    m2g::SignalFeed feed(path, ap.signals_ttl_sec, ap.failsafe, m, nullptr);
-                    feed.refresh(now);
-                    v = feed.view(now);
-                    if (path.empty()) {
-                        from = "none";
-                        note = "no feed: no SignalsFile= in " + conf + " and no --file";
-                    } else {
-                        from = "file";
-                        note = path + " as read now by this command, not the plugin's belief (" +
-                               (!feed_file.empty() ? std::string("--file given")
-                                : status.empty()   ? "no SignalsStatusFile= in " + conf
-                                                   : "status file " + status + " not readable") +
-                               ")";
-                    }
-                }
-                const std::string body = m2g::format_signals(m, v, now, as_json);
+                const SignalsSource src = read_signals_source(m, conf, status_file, feed_file, now);
+                const std::string body = m2g::format_signals(m, src.view, now, as_json);
                 if (!as_json) {
-                    std::cout << "from:      " << note << "\n" << body;
+                    std::cout << "from:      " << src.note << "\n" << body;
                 } else {
-                    std::unique_ptr<json_object, void (*)(json_object*)> o(
-                        json_tokener_parse(body.c_str()), [](json_object* j) { json_object_put(j); });
-                    if (!o)
-                        throw m2g::Error("internal error: format_signals wrote bad JSON");
-                    json_object_object_add(o.get(), "from", json_object_new_string(from.c_str()));
-                    json_object_object_add(o.get(), "path", path.empty() ? nullptr : json_object_new_string(path.c_str()));
-                    std::cout << json_object_to_json_string_ext(o.get(), JSON_C_TO_STRING_PLAIN |
-                                                                             JSON_C_TO_STRING_NOSLASHESCAPE)
-                              << "\n";
+                    std::cout << with_from(body, src.from, "format_signals", &src.path);
+                }
+            }
+        } else if (*explain || *status || *jobcmd) {
+            if (conf.empty())
+                conf = m2g::conf_path(kDefaultConf);
+            const int64_t now = static_cast<int64_t>(std::time(nullptr));
+            m2g::Model m = m2g::load_model(conf, &warnings);
+            print_warnings(warnings, conf);
+            if (*jobcmd) {
+                std::string from = "slurmctld";
+                std::optional<m2g::JobView> job = m2g::load_job(m, job_id);
+                if (!job) {
+                    job = m2g::load_job_from_accounting(m, job_id);
+                    from = "accounting";
+                }
+                if (!job)
+                    throw m2g::Error("job " + std::to_string(job_id) +
+                                     ": no such job in slurmctld or in accounting (slurmdbd)");
+                const m2g::JobEnergy e = m2g::job_energy(m, *job, m2g::energy_price(m), now);
+                const std::string body = m2g::format_job_energy(e, *job, as_json);
+                if (!as_json)
+                    std::cout << "from:   "
+                              << (from == "slurmctld" ? "slurmctld"
+                                                      : "accounting (slurmdbd): slurmctld no longer holds the job")
+                              << "\n"
+                              << body;
+                else
+                    std::cout << with_from(body, from, "format_job_energy");
+            } else {
+                const SignalsSource src = read_signals_source(m, conf, "", "", now);
+                const m2g::ClusterView c = m2g::load_cluster_view(m);
+                if (*status) {
+                    const m2g::Status st = m2g::compute_status(m, c, src.view, now);
+                    std::cout << m2g::format_status(m, st, as_json);
+                    if (!plot_file.empty()) {
+                        m2g::plot_status_png(m, st, &c, plot_file);
+                        if (!as_json)
+                            std::cout << "plot: " << plot_file << "\n";
+                    }
+                } else {
+                    std::optional<m2g::JobView> job;
+                    for (const auto& j : c.jobs)
+                        if (j.id == job_id)
+                            job = j;
+                    if (!job)
+                        job = m2g::load_job(m, job_id);
+                    if (!job)
+                        job = m2g::load_job_from_accounting(m, job_id);
+                    if (!job)
+                        throw m2g::Error("job " + std::to_string(job_id) +
+                                         ": no such job in slurmctld or in accounting (slurmdbd)");
+                    std::cout << m2g::format_explanation(m2g::explain_job(m, c, src.view, *job, now), as_json);
                 }
             }
         } else if (*rlist) {

@@ -63,7 +63,8 @@ const std::vector<const char*> kGlobalKeys{
     kw::kSignalsPollSec,     kw::kSignalsFailSafe,     kw::kSignalsStatusFile,  kw::kAdmission,
     kw::kDefaultDeferrable,  kw::kDefaultPowerPerGpuW, kw::kPowerRetrySec,      kw::kRampRateKWPerMin,
     kw::kPaceIntervalSec,    kw::kPaceGpusPerInterval, kw::kDeferExemptAccounts, kw::kDeferExemptGroups,
-    kw::kNoDeferAction,      kw::kMaintenanceAction,   kw::kReleaseCheckSec};
+    kw::kNoDeferAction,      kw::kMaintenanceAction,   kw::kReleaseCheckSec,    kw::kEnergyPricePerKWh,
+    kw::kEnergyCurrency,     kw::kStatsDir};
 const LineKind kPartitionLine{kw::kPartitionName, {kw::kDefaultTopology, kw::kPreferWaitSec, kw::kSparePerDomain}};
 const LineKind kClassLine{kw::kClassName, {kw::kDeferrable, kw::kPowerPerGpuW}};
 const std::vector<const char*> kLineHeads{kw::kNodeName, kw::kDomainName, kw::kSwitchName, kw::kFaultDomain,
@@ -111,6 +112,34 @@ double parse_watts(const SourceLoc& loc, const char* key, const std::string& val
     return w;
 }
 
+// EnergyPricePerKWh=: a price in the currency's main unit, 0 or more.
+double parse_price(const SourceLoc& loc, const char* key, const std::string& value)
+{
+    char* end = nullptr;
+    errno = 0;
+    const double p = std::strtod(value.c_str(), &end);
+    if (errno || end == value.c_str() || *end || !std::isfinite(p) || p < 0 || p > 1e6)
+        throw ParseError(loc.str() + ": " + key + "=" + value +
+                         " is not valid; expected the price of one kWh as a number from 0 to 1000000, e.g. 0.25 "
+                         "(0: no cost shown)");
+    return p;
+}
+
+// EnergyCurrency=: three letters (ISO 4217), kept in upper case.
+std::string parse_currency(const SourceLoc& loc, const char* key, const std::string& value)
+{
+    const bool ok = value.size() == 3 && std::all_of(value.begin(), value.end(), [](char c) {
+                        return std::isalpha(static_cast<unsigned char>(c)) && static_cast<unsigned char>(c) < 128;
+                    });
+    if (!ok)
+        throw ParseError(loc.str() + ": " + key + "=" + value +
+                         " is not valid; expected a three-letter ISO 4217 currency code such as EUR, USD or CHF");
+    std::string out = value;
+    for (char& c : out)
+        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return out;
+}
+
 std::string absolute_path(const SourceLoc& loc, const char* key, const std::string& value)
 {
     if (value[0] != '/')
@@ -149,6 +178,8 @@ void set_admission_key(AdmissionPolicy& a, const SourceLoc& loc, const std::stri
         a.signals_file = absolute_path(loc, k, value);
     else if (key == kw::kSignalsStatusFile)
         a.signals_status_file = absolute_path(loc, k, value);
+    else if (key == kw::kStatsDir)
+        a.stats_dir = absolute_path(loc, k, value);
     else if (key == kw::kSignalsTTLSec)
         a.signals_ttl_sec = parse_integer(loc, k, value, 1, 7 * 86400);
     else if (key == kw::kSignalsPollSec)
@@ -345,6 +376,10 @@ ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
                 spec.policy.spare_per_domain = parse_integer(line.loc, canon, value, 0, 1024);
             } else if (key == kw::kHealthFile) {
                 spec.policy.health_file = absolute_path(line.loc, canon, value);
+            } else if (key == kw::kEnergyPricePerKWh) {
+                spec.energy_price_per_kwh = parse_price(line.loc, canon, value);
+            } else if (key == kw::kEnergyCurrency) {
+                spec.energy_currency = parse_currency(line.loc, canon, value);
             } else {
                 set_admission_key(spec.admission, line.loc, key, value);
                 global_loc[key] = line.loc;
@@ -497,6 +532,8 @@ Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings)
     Model m;
     m.cluster_name = spec.cluster_name;
     m.site_power_budget_kw = spec.site_power_budget_kw;
+    m.energy_price_per_kwh = spec.energy_price_per_kwh;
+    m.energy_currency = spec.energy_currency;
     m.policy = spec.policy;
     m.admission = spec.admission;
     for (const PartitionSpec& p : spec.partitions) {

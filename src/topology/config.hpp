@@ -71,6 +71,8 @@ struct ConfigSpec {
     double site_power_budget_kw = 0;
     PlacementPolicy policy;
     AdmissionPolicy admission;  // global admission keys and ClassName= lines, validated
+    double energy_price_per_kwh = 0;     // EnergyPricePerKWh=
+    std::string energy_currency = "EUR";  // EnergyCurrency=, upper case
     std::vector<NodeSpec> nodes;
     std::vector<DomainSpec> domains;
     std::vector<SwitchSpec> switches;

@@ -85,6 +85,8 @@ struct Model {
     double site_power_budget_kw = 0;
     PlacementPolicy policy;                                           // cluster-wide
     AdmissionPolicy admission;                                        // job_submit/m2g, signals
+    double energy_price_per_kwh = 0;                                  // EnergyPricePerKWh= (0: no cost shown)
+    std::string energy_currency = "EUR";                              // EnergyCurrency=, ISO 4217
     std::map<std::string, PlacementPolicy, std::less<>> partition_policy;  // PartitionName= overrides
     std::vector<Node> nodes;     // declaration order; Node::rank is tree order
     std::vector<Domain> domains;

@@ -39,6 +39,10 @@ inline constexpr const char* kDeferExemptGroups = "DeferExemptGroups";      // U
 inline constexpr const char* kNoDeferAction = "NoDeferAction";          // reject | convert
 inline constexpr const char* kMaintenanceAction = "MaintenanceAction";  // steer | defer
 inline constexpr const char* kReleaseCheckSec = "ReleaseCheckSec";      // job_submit/m2g re-evaluation period
+// Reporting (`m2g job`, m2g-exporter), see m2g.conf(5), REPORTING.
+inline constexpr const char* kEnergyPricePerKWh = "EnergyPricePerKWh";  // price of 1 kWh (0: no cost shown)
+inline constexpr const char* kEnergyCurrency = "EnergyCurrency";        // ISO 4217 code of that price, default EUR
+inline constexpr const char* kStatsDir = "StatsDir";                    // where the plugins publish their counters
 
 // ---- m2g.conf: attributes -----------------------------------------------
 inline constexpr const char* kGpus = "Gpus";                    // NodeName: GPUs per node
@@ -167,6 +171,119 @@ inline constexpr const char* kSigStatusSnapshot = "snapshot";  // the last good 
 // AdminComment: the placement part, then "; admission=..." for admission.
 inline constexpr const char* kAnnotationOpen = "m2g:[";
 inline constexpr const char* kAnnotationAdmit = "admission=";
+
+// ---- plugin counters (StatsDir=, src/topology/stats.hpp) --------------------
+// select/m2g and job_submit/m2g each publish one JSON file into StatsDir, at
+// most every kStatsPublishSec, replaced atomically; m2g-exporter reads them.
+inline constexpr const char* kStatsSelectFile = "select.json";
+inline constexpr const char* kStatsAdmissionFile = "admission.json";
+inline constexpr int kStatsPublishSec = 10;
+inline constexpr const char* kStatsSchema = "schema";           // "m2g.stats/v1"
+inline constexpr const char* kStatsSchemaV1 = "m2g.stats/v1";
+inline constexpr const char* kStatsPlugin = "plugin";           // "select" | "admission"
+inline constexpr const char* kStatsPid = "pid";                 // the writing process (slurmctld)
+inline constexpr const char* kStatsStartedAt = "started_at";    // epoch s: the counters count from here
+inline constexpr const char* kStatsWrittenAt = "written_at";    // epoch s
+inline constexpr const char* kStatsDecisions = "decisions";     // { verdict: count }
+inline constexpr const char* kStatsLatency = "latency_us";      // histogram, microseconds
+inline constexpr const char* kStatsDomains = "placement_domains";  // histogram, NVLink domains per placed job
+inline constexpr const char* kStatsBounds = "bounds";           // histogram: upper bounds (+Inf implied)
+inline constexpr const char* kStatsCounts = "counts";           // histogram: per bucket, the last is +Inf
+inline constexpr const char* kStatsSum = "sum";                 // histogram: sum of observations
+inline constexpr const char* kStatsFitOne = "fit_one_domain";   // placed jobs that fit one NVLink domain
+inline constexpr const char* kStatsContained = "contained";     // ... and were placed in one
+// Plugins and verdicts: label values of m2g_decisions_total.
+inline constexpr const char* kPluginSelect = "select";
+inline constexpr const char* kPluginAdmission = "admission";
+inline constexpr std::array<const char*, 4> kSelectVerdicts = {"placed", "waiting", "blocked", "stock"};
+inline constexpr std::array<const char*, 5> kAdmissionVerdicts = {"admit", "defer", "pace", "reject", "released"};
+
+// ---- Prometheus metrics (m2g-exporter), see doc/metrics.md ------------------
+// Every metric the exporter serves, with its type, labels and HELP text.
+// contrib/grafana and contrib/prometheus use only these names (checked by
+// test/integration/exporter.sh against `m2g-exporter --list-metrics`).
+struct Metric {
+    const char* name;
+    const char* type;    // gauge | counter | histogram
+    const char* labels;  // comma-separated label names ("" none)
+    const char* help;
+};
+inline constexpr Metric kMetricQueueJobs{"m2g_queue_jobs", "gauge", "class,state",
+    "Jobs in Slurm's queue by m2g workload class and state: running, pending (not held by m2g), deferred (held by an m2g deferral or pacing)."};
+inline constexpr Metric kMetricPendingJobs{"m2g_pending_jobs", "gauge", "reason",
+    "Pending jobs by reason: m2g's (deferred:event, paced, waiting:nvlink-domain, ...), else Slurm's reason word."};
+inline constexpr Metric kMetricDeferredJobs{"m2g_deferred_jobs", "gauge", "",
+    "Pending jobs held by an m2g deferral or pacing."};
+inline constexpr Metric kMetricDomainGpus{"m2g_domain_gpus", "gauge", "domain,state",
+    "GPUs per NVLink domain: used, free (on healthy nodes), degraded (down, drained, degraded or NVLink-faulted)."};
+inline constexpr Metric kMetricDomainDegraded{"m2g_domain_degraded", "gauge", "domain",
+    "1 when the NVLink domain has an NVLink fault or degraded GPUs, else 0."};
+inline constexpr Metric kMetricWholeFreeDomains{"m2g_whole_free_domains", "gauge", "",
+    "NVLink domains with every GPU free and healthy."};
+inline constexpr Metric kMetricFragmentation{"m2g_fragmentation_ratio", "gauge", "",
+    "Share (0..1) of free healthy GPUs that sit in NVLink domains which also have used GPUs."};
+inline constexpr Metric kMetricPowerBudget{"m2g_power_budget_kw", "gauge", "scope,name",
+    "Power budget in kW (the feed's, else m2g.conf's) per scope (site, row, rack)."};
+inline constexpr Metric kMetricPowerEffective{"m2g_power_effective_budget_kw", "gauge", "scope,name",
+    "Power budget in kW after active curtailment events."};
+inline constexpr Metric kMetricPowerDraw{"m2g_power_draw_kw", "gauge", "scope,name",
+    "Power draw in kW as the signals feed reports it."};
+inline constexpr Metric kMetricPowerHeadroom{"m2g_power_headroom_kw", "gauge", "scope,name",
+    "Effective budget minus draw in kW (negative: over budget)."};
+inline constexpr Metric kMetricActiveEvents{"m2g_active_events", "gauge", "",
+    "Demand-response (curtailment) events active now."};
+inline constexpr Metric kMetricEventInfo{"m2g_event_info", "gauge", "id,scope",
+    "1 for every active demand-response event."};
+inline constexpr Metric kMetricEventEnd{"m2g_event_end_timestamp_seconds", "gauge", "id,scope",
+    "When an active demand-response event ends (Unix time)."};
+inline constexpr Metric kMetricSignalsAge{"m2g_signals_age_seconds", "gauge", "",
+    "Age of the signals snapshot in force (now - generated_at)."};
+inline constexpr Metric kMetricSignalsTtl{"m2g_signals_ttl_seconds", "gauge", "",
+    "SignalsTTLSec: a snapshot older than this is stale."};
+inline constexpr Metric kMetricSignalsState{"m2g_signals_state", "gauge", "state",
+    "1 for the signals feed's current state (not_configured, fresh, stale, missing, corrupt), 0 for the others."};
+inline constexpr Metric kMetricPlacementDomains{"m2g_placement_domains", "histogram", "",
+    "NVLink domains per job placed by select/m2g."};
+inline constexpr Metric kMetricNvlinkFitOne{"m2g_nvlink_fit_one_domain_total", "counter", "",
+    "Placed jobs small enough for one NVLink domain."};
+inline constexpr Metric kMetricNvlinkContained{"m2g_nvlink_contained_total", "counter", "",
+    "Placed jobs small enough for one NVLink domain that were placed in one."};
+inline constexpr Metric kMetricNvlinkContainment{"m2g_nvlink_containment_ratio", "gauge", "",
+    "m2g_nvlink_contained_total / m2g_nvlink_fit_one_domain_total since select/m2g started."};
+inline constexpr Metric kMetricDecisionDuration{"m2g_decision_duration_seconds", "histogram", "plugin",
+    "Time a plugin spent on one decision (select: select_p_job_test; admission: job_submit)."};
+inline constexpr Metric kMetricDecisions{"m2g_decisions_total", "counter", "plugin,verdict",
+    "Decisions by plugin and verdict."};
+inline constexpr Metric kMetricStatsAge{"m2g_plugin_stats_age_seconds", "gauge", "plugin",
+    "Age of the counters a plugin last published into StatsDir."};
+inline constexpr Metric kMetricExporterUp{"m2g_exporter_up", "gauge", "",
+    "1 when the last refresh read Slurm's state, else 0 (the cluster metrics are then left out)."};
+inline constexpr Metric kMetricExporterLastRefresh{"m2g_exporter_last_refresh_timestamp_seconds", "gauge", "",
+    "When the exporter last refreshed its state successfully (Unix time)."};
+inline constexpr Metric kMetricExporterRefreshErrors{"m2g_exporter_refresh_errors_total", "counter", "",
+    "Refreshes that failed (Slurm not reachable, m2g.conf broken)."};
+inline constexpr Metric kMetricExporterRefreshDuration{"m2g_exporter_refresh_duration_seconds", "gauge", "",
+    "How long the last refresh took."};
+inline constexpr std::array<const Metric*, 28> kMetrics = {
+    &kMetricQueueJobs,        &kMetricPendingJobs,        &kMetricDeferredJobs,
+    &kMetricDomainGpus,       &kMetricDomainDegraded,     &kMetricWholeFreeDomains,   &kMetricFragmentation,
+    &kMetricPowerBudget,      &kMetricPowerEffective,     &kMetricPowerDraw,          &kMetricPowerHeadroom,
+    &kMetricActiveEvents,     &kMetricEventInfo,          &kMetricEventEnd,           &kMetricSignalsAge,
+    &kMetricSignalsTtl,       &kMetricSignalsState,       &kMetricPlacementDomains,   &kMetricNvlinkFitOne,
+    &kMetricNvlinkContained,  &kMetricNvlinkContainment,  &kMetricDecisionDuration,   &kMetricDecisions,
+    &kMetricStatsAge,         &kMetricExporterUp,         &kMetricExporterLastRefresh, &kMetricExporterRefreshErrors,
+    &kMetricExporterRefreshDuration};
+// Label names.
+inline constexpr const char* kLabelClass = "class";
+inline constexpr const char* kLabelState = "state";
+inline constexpr const char* kLabelReason = "reason";
+inline constexpr const char* kLabelDomain = "domain";
+inline constexpr const char* kLabelScope = "scope";
+inline constexpr const char* kLabelName = "name";
+inline constexpr const char* kLabelId = "id";
+inline constexpr const char* kLabelPlugin = "plugin";
+inline constexpr const char* kLabelVerdict = "verdict";
+inline constexpr const char* kLabelLe = "le";  // histogram bucket bound
 
 // ---- files ---------------------------------------------------------------
 inline constexpr const char* kConfFile = "m2g.conf";  // next to slurm.conf

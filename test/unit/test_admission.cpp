@@ -7,6 +7,8 @@
 //   racks: PowerBudgetKW=132 each; site: SitePowerBudgetKW=1200; 4 GPUs/node
 #include <gtest/gtest.h>
 
+#include "event_fixture.hpp"
+
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -78,27 +80,12 @@ class Admission : public testing::Test {
 
     void site_event(const std::string& id, int64_t start, int64_t end, double pct)
     {
-        CurtailmentEvent e;
-        e.id = id;
-        e.start = start;
-        e.end = end;
-        e.curtail_pct = pct;
-        e.scope = EventScope::Site;
-        e.scope_name = "site";
-        s.events.push_back(e);
+        s.events.push_back(m2g::test::site_event(id, start, end, pct));
     }
 
     void rack_event(const std::string& id, const std::string& rack, int64_t start, int64_t end, double pct)
     {
-        CurtailmentEvent e;
-        e.id = id;
-        e.start = start;
-        e.end = end;
-        e.curtail_pct = pct;
-        e.scope = EventScope::Rack;
-        e.scope_index = m.find_domain(rack);
-        e.scope_name = rack;
-        s.events.push_back(e);
+        s.events.push_back(m2g::test::rack_event(m, id, rack, start, end, pct));
     }
 
     void window(const std::string& id, int64_t start, int64_t end, const std::vector<std::string>& racks)

@@ -124,7 +124,7 @@ TEST(ConfigErrors, UnknownKeyNamesLineAndAcceptedKeys)
               "PreferWaitSec, SparePerDomain, HealthFile, SignalsFile, SignalsTTLSec, SignalsPollSec, SignalsFailSafe, "
               "SignalsStatusFile, Admission, DefaultDeferrable, DefaultPowerPerGpuW, PowerRetrySec, RampRateKWPerMin, "
               "PaceIntervalSec, PaceGpusPerInterval, DeferExemptAccounts, DeferExemptGroups, NoDeferAction, "
-              "MaintenanceAction, ReleaseCheckSec");
+              "MaintenanceAction, ReleaseCheckSec, EnergyPricePerKWh, EnergyCurrency, StatsDir");
 }
 
 TEST(ConfigErrors, DuplicateNode)
@@ -424,6 +424,37 @@ TEST(ConfigErrors, ClassNameLines)
               "m2g.conf:2: ClassName=training,batch: one name per line (hostlist expressions are accepted only in "
               "NodeName, Nodes, Domains and Switches)");
     EXPECT_EQ(error_of("NodeName=n1\nClassName= Deferrable=no\n"), "m2g.conf:2: ClassName= needs a name");
+}
+
+// ---- reporting (m2g.conf(5), REPORTING) -------------------------------------
+
+TEST(Config, EnergyPriceKeys)
+{
+    const Model d = build("NodeName=n1\n");
+    EXPECT_EQ(d.energy_price_per_kwh, 0);
+    EXPECT_EQ(d.energy_currency, "EUR");
+    const Model m = build("EnergyPricePerKWh=0.25\nenergycurrency=usd\nNodeName=n1\n");
+    EXPECT_EQ(m.energy_price_per_kwh, 0.25);
+    EXPECT_EQ(m.energy_currency, "USD");  // ISO 4217 codes are upper case
+    EXPECT_EQ(build("EnergyPricePerKWh=0\nNodeName=n1\n").energy_price_per_kwh, 0);
+}
+
+TEST(ConfigErrors, EnergyPriceValues)
+{
+    auto err = [](const std::string& line) { return error_of(line + "\nNodeName=n1\n"); };
+    const std::string price = " is not valid; expected the price of one kWh as a number from 0 to 1000000, e.g. 0.25 "
+                              "(0: no cost shown)";
+    EXPECT_EQ(err("EnergyPricePerKWh=-0.1"), "m2g.conf:1: EnergyPricePerKWh=-0.1" + price);
+    EXPECT_EQ(err("EnergyPricePerKWh=0.25EUR"), "m2g.conf:1: EnergyPricePerKWh=0.25EUR" + price);
+    EXPECT_EQ(err("EnergyPricePerKWh=nan"), "m2g.conf:1: EnergyPricePerKWh=nan" + price);
+    EXPECT_EQ(err("EnergyPricePerKWh="), "m2g.conf:1: EnergyPricePerKWh= needs a value");
+    const std::string code = " is not valid; expected a three-letter ISO 4217 currency code such as EUR, USD or CHF";
+    EXPECT_EQ(err("EnergyCurrency=euro"), "m2g.conf:1: EnergyCurrency=euro" + code);
+    EXPECT_EQ(err("EnergyCurrency=E1R"), "m2g.conf:1: EnergyCurrency=E1R" + code);
+    EXPECT_EQ(err("EnergyCurrency=\u20ac"), "m2g.conf:1: EnergyCurrency=\u20ac" + code);
+    EXPECT_EQ(error_of("EnergyCurrency=EUR\nEnergyCurrency=USD\nNodeName=n1\n"),
+              "m2g.conf:2: EnergyCurrency is set twice");
+    EXPECT_EQ(err("EnergyCurrency=EUR EnergyPricePerKWh=1"), "m2g.conf:1: EnergyCurrency stands alone on its line");
 }
 
 TEST(Config, TheShippedExampleHasAnAdmissionBlock)

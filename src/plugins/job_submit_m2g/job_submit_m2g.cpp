@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -44,6 +45,7 @@
 #include "topology/config.hpp"
 #include "topology/intent.hpp"
 #include "topology/signals.hpp"
+#include "topology/stats.hpp"
 #include "topology/tres.hpp"
 #include "topology/well_known.hpp"
 
@@ -95,6 +97,40 @@ struct Shared {
 
 std::shared_ptr<Shared> g_shared;
 std::vector<std::weak_ptr<Shared>> g_threads;  // every release thread started, for exit
+
+// Decision counters for m2g-exporter (StatsDir=/admission.json): job_submit()
+// counts and times submissions, the release thread counts releases and
+// re-deferrals and publishes. Process-wide, so counts survive reconfigure.
+m2g::Counters g_stats(m2g::kw::kPluginAdmission, time(nullptr));
+bool g_stats_failed = false;  // release thread only: the last write failed (logged once)
+
+m2g::AdmissionVerdict counted_as(m2g::Verdict v)
+{
+    switch (v) {
+    case m2g::Verdict::Defer:
+        return m2g::AdmissionVerdict::Defer;
+    case m2g::Verdict::Pace:
+        return m2g::AdmissionVerdict::Pace;
+    case m2g::Verdict::Reject:
+        return m2g::AdmissionVerdict::Reject;
+    case m2g::Verdict::Admit:
+        break;
+    }
+    return m2g::AdmissionVerdict::Admit;
+}
+
+// Times one submission and counts its verdict on every way out of
+// job_submit(), exceptions included (those jobs are admitted).
+struct TimedDecision {
+    m2g::AdmissionVerdict verdict = m2g::AdmissionVerdict::Admit;
+    const std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    ~TimedDecision()
+    {
+        g_stats.decision(verdict, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::steady_clock::now() - t0)
+                                      .count());
+    }
+};
 
 void log_line(m2g::LogLevel level, const std::string& msg)
 {
@@ -311,9 +347,19 @@ std::string token(const std::string& text, const std::string& key)
 
 // The admission part with the user's own --begin kept, so a release never
 // makes a job eligible before the time its owner asked for.
-std::string admission_text(const m2g::Decision& d, int64_t user_begin, bool monitor)
+std::string admission_text(const m2g::Decision& d, const m2g::JobIntent& intent, const m2g::AdmissionPolicy& ap,
+                           int64_t user_begin, bool monitor)
 {
     std::string text = d.annotation();
+    // Machine-readable facts for m2g explain/job and m2g-exporter, which see
+    // AdminComment but not the job's environment: the class and the power
+    // per GPU m2g assumed, right after the verdict.
+    char facts[96];
+    snprintf(facts, sizeof facts, " class=%s w_gpu=%.0f",
+             intent.workload_class == m2g::WorkloadClass::Unset ? "none" : m2g::to_string(intent.workload_class),
+             m2g::power_w_per_gpu(ap, intent));
+    const auto sp = text.find(' ');
+    text.insert(sp == std::string::npos ? text.size() : sp, facts);
     if (monitor)
         text = "monitor would " + text;
     if (user_begin > 0)
@@ -400,13 +446,14 @@ bool reevaluate(Pass& pass, job_record_t* job)
         return false;
 
     m2g::Decision d;
+    m2g::JobIntent r_intent = m2g::decode_intent(env_vector(job->spank_job_env, job->spank_job_env_size));
     if (mode != m2g::AdmissionMode::Enforce) {
         // Admission=monitor or off now: m2g lets go of what it holds.
         d.verdict = m2g::Verdict::Admit;
         d.reason = std::string("Admission=") + m2g::to_string(mode);
     } else {
         m2g::AdmissionRequest r;
-        r.intent = m2g::decode_intent(env_vector(job->spank_job_env, job->spank_job_env_size));
+        r.intent = r_intent;
         r.nodes = std::max<int>(1, job->details->min_nodes);
         r.gpus = static_cast<int>(m2g::job_gpus(job->tres_per_job ? job->tres_per_job : "",
                                                 job->tres_per_node ? job->tres_per_node : "",
@@ -447,7 +494,7 @@ bool reevaluate(Pass& pass, job_record_t* job)
     }
 
     job->details->begin_time = now_waiting ? begin : std::max<int64_t>(now, user_begin);
-    std::string text = admission_text(d, user_begin, false);
+    std::string text = admission_text(d, r_intent, c.model->admission, user_begin, false);
     if (waiting && !now_waiting)
         text = "released at " + m2g::format_utc(now) + ": " + text;
     const std::string updated = m2g::set_annotation(comment, m2g::AnnotationPart::Admission, text);
@@ -456,6 +503,11 @@ bool reevaluate(Pass& pass, job_record_t* job)
     job->state_reason = now_waiting ? WAIT_TIME : WAIT_NO_REASON;
     xfree(job->state_desc);
     info("%sJobId=%u %s: %s", kLog, job->job_id, now_waiting ? "deferred" : "released", d.reason.c_str());
+    // Counted without a time: the latency histogram is about submissions.
+    if (!now_waiting)
+        g_stats.decision(m2g::AdmissionVerdict::Released, -1);
+    else if (!waiting)
+        g_stats.decision(counted_as(d.verdict), -1);
     return true;
 }
 
@@ -495,6 +547,30 @@ void release_pass(Shared& s)
         queue_job_scheduler();
 }
 
+// Write the counters to StatsDir (if set) at most every kStatsPublishSec.
+void publish_stats(Shared& s)
+{
+    std::string dir;
+    {
+        std::lock_guard<std::mutex> lk(s.mu);
+        if (s.model)
+            dir = s.model->admission.stats_dir;
+    }
+    const int64_t now = time(nullptr);
+    if (dir.empty() || !g_stats.publish_due(now, m2g::kw::kStatsPublishSec))
+        return;
+    try {
+        m2g::write_stats_file(m2g::stats_path(dir, m2g::kw::kPluginAdmission), g_stats.snapshot(now));
+        if (g_stats_failed)
+            info("%scounters written to StatsDir=%s again", kLog, dir.c_str());
+        g_stats_failed = false;
+    } catch (const std::exception& e) {
+        if (!g_stats_failed)
+            error("%s%s; m2g-exporter will not see job_submit/m2g's counters until this is fixed", kLog, e.what());
+        g_stats_failed = true;
+    }
+}
+
 void release_thread(std::shared_ptr<Shared> s)
 {
     for (;;) {
@@ -513,6 +589,7 @@ void release_thread(std::shared_ptr<Shared> s)
         try {
             reload(*s, false);
             release_pass(*s);
+            publish_stats(*s);
         } catch (const std::exception& e) {
             error("%srelease pass: %s", kLog, e.what());
         } catch (...) {
@@ -610,6 +687,7 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
         const Current c = current(s, now);
         if (!c.model || c.model->admission.mode == m2g::AdmissionMode::Off)
             return SLURM_SUCCESS;
+        TimedDecision timed;
         const m2g::AdmissionPolicy& ap = c.model->admission;
 
         m2g::AdmissionRequest r;
@@ -617,6 +695,7 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
             r.intent = m2g::decode_intent(env_vector(job_desc->spank_job_env, job_desc->spank_job_env_size));
         } catch (const std::exception& e) {
             // Only a client without spank_m2g (or a forged environment) gets here.
+            timed.verdict = m2g::AdmissionVerdict::Reject;
             if (err_msg)
                 *err_msg = xstrdup_printf("m2g: %s", e.what());
             return SLURM_ERROR;
@@ -645,6 +724,7 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
         // later fail validation; select/m2g paces real starts.
         const m2g::Decision d = m2g::decide(*c.model, c.view, r, nullptr);
         const bool enforce = ap.mode == m2g::AdmissionMode::Enforce;
+        timed.verdict = counted_as(d.verdict);  // Admission=monitor: what m2g would do
         if (enforce && d.converted)
             convert_to_deferrable(job_desc);
         if (d.verdict == m2g::Verdict::Reject && enforce) {
@@ -658,7 +738,8 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
             job_desc->begin_time = d.begin_time;
         const std::string updated =
             m2g::set_annotation(job_desc->admin_comment ? job_desc->admin_comment : "",
-                                m2g::AnnotationPart::Admission, admission_text(d, r.user_begin, !enforce));
+                                m2g::AnnotationPart::Admission,
+                                admission_text(d, r.intent, ap, r.user_begin, !enforce));
         xfree(job_desc->admin_comment);
         job_desc->admin_comment = xstrdup(updated.c_str());
         if (r.intent.explain && err_msg && !*err_msg)

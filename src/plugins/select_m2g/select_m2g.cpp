@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <cstdint>
 #include <cstdlib>
@@ -33,6 +34,7 @@
 #include "topology/placement.hpp"
 #include "topology/signals.hpp"
 #include "topology/span.hpp"
+#include "topology/stats.hpp"
 #include "topology/well_known.hpp"
 
 // Slurm's headers are C; select.h's ops table trips C++'s -Wparentheses.
@@ -55,6 +57,13 @@ extern "C" {
 #include "src/slurmctld/slurmctld.h"
 }
 #pragma GCC diagnostic pop
+
+// slurmctld's node table lives in libslurmfull. Programs linked with the
+// public libslurm.so also load the select plugin (to unpack node data) and
+// only use the forwarding functions: weak references let this wrapper load
+// there too, instead of failing with "undefined symbol" and a stderr line.
+#pragma weak node_record_count
+#pragma weak node_record_table_ptr
 
 #ifndef M2G_STOCK_PLUGINDIR
 #error "M2G_STOCK_PLUGINDIR (the installed Slurm's plugin directory) must be defined by the build"
@@ -94,20 +103,32 @@ static_assert(sizeof(kSyms) / sizeof(kSyms[0]) * sizeof(void*) == sizeof(slurm_s
 void* g_handle = nullptr;
 slurm_select_ops_t g_ops;
 
+// Programs linked with the public libslurm.so (m2g, m2g-exporter, pyslurm)
+// load the select plugin too, to unpack node data, but lack Slurm's
+// internal functions (logging, running_in_slurmctld): there the wrapper only
+// forwards, and calls nothing that is not there.
+bool client_only()
+{
+    static const bool client = dlsym(RTLD_DEFAULT, "running_in_slurmctld") == nullptr;
+    return client;
+}
+
 bool load_stock()
 {
     if (g_handle)
         return true;
     g_handle = dlopen(kStock, RTLD_LAZY | RTLD_LOCAL);
     if (!g_handle) {
-        error("%scannot load %s: %s", kLog, kStock, dlerror());
+        if (!client_only())
+            error("%scannot load %s: %s", kLog, kStock, dlerror());
         return false;
     }
     void** slots = reinterpret_cast<void**>(&g_ops);
     for (size_t i = 0; i < sizeof(kSyms) / sizeof(kSyms[0]); ++i) {
         slots[i] = dlsym(g_handle, kSyms[i]);
         if (!slots[i]) {
-            error("%s%s lacks %s: not the select/cons_tres this was built for", kLog, kStock, kSyms[i]);
+            if (!client_only())
+                error("%s%s lacks %s: not the select/cons_tres this was built for", kLog, kStock, kSyms[i]);
             dlclose(g_handle);
             g_handle = nullptr;
             return false;
@@ -149,6 +170,11 @@ struct State {
     m2g::Pacer pacer;                // GPU starts during curtailment
 };
 State g;
+
+// Decision counters for m2g-exporter (StatsDir=/select.json), kept across
+// reconfigures; the write is logged once per failure streak.
+m2g::Counters g_stats(m2g::kw::kPluginSelect, time(nullptr));
+bool g_stats_failed = false;
 
 void log_line(m2g::LogLevel level, const std::string& msg)
 {
@@ -401,6 +427,53 @@ void record_job_start(job_record_t* job)
     }
 }
 
+// Write the counters to StatsDir (if set) when kStatsPublishSec have passed
+// since the last write, or at once with `force`.
+void publish_stats(bool force)
+{
+    if (!g.model || g.model->admission.stats_dir.empty())
+        return;
+    const int64_t now = time(nullptr);
+    if (!force && !g_stats.publish_due(now, m2g::kw::kStatsPublishSec))
+        return;
+    try {
+        m2g::write_stats_file(m2g::stats_path(g.model->admission.stats_dir, m2g::kw::kPluginSelect),
+                              g_stats.snapshot(now));
+        if (g_stats_failed)
+            info("%scounters written to StatsDir=%s again", kLog, g.model->admission.stats_dir.c_str());
+        g_stats_failed = false;
+    } catch (const std::exception& e) {
+        if (!g_stats_failed)
+            error("%s%s; m2g-exporter will not see select/m2g's counters until this is fixed", kLog, e.what());
+        g_stats_failed = true;
+    }
+}
+
+// Count one select_p_job_test: its verdict and time; a job placed now
+// (run-now mode) also by the NVLink domains it spans.
+void record_decision(m2g::SelectVerdict verdict, std::chrono::steady_clock::time_point t0, uint16_t mode, int rc,
+                     bitstr_t* bitmap) noexcept
+{
+    try {
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
+        g_stats.decision(verdict, ns.count());
+        if (SELECT_IS_MODE_RUN_NOW(mode) && rc == SLURM_SUCCESS && g.model && bitmap) {
+            map_nodes();  // also for jobs that never reached m2g's placement (-w, --contiguous)
+            std::vector<int> placed;
+            const int last = bit_fls(bitmap);
+            for (int i = bit_ffs(bitmap); i >= 0 && i <= last && i < node_record_count; ++i)
+                if (bit_test(bitmap, i) && g.slurm_to_model[i] >= 0)
+                    placed.push_back(g.slurm_to_model[i]);
+            if (!placed.empty())
+                g_stats.placement(m2g::domains_spanned(*g.model, placed),
+                                  m2g::fits_one_domain(*g.model, static_cast<int>(placed.size())));
+        }
+        publish_stats(false);
+    } catch (...) {
+        // Counting never fails a placement.
+    }
+}
+
 }  // namespace
 
 // ---- plugin entry points -------------------------------------------------------
@@ -413,13 +486,16 @@ extern "C" int init(void)
         auto stock_init = reinterpret_cast<int (*)(void)>(dlsym(g_handle, "init"));
         if (stock_init && stock_init() != SLURM_SUCCESS)
             return SLURM_ERROR;
+        if (client_only())
+            return SLURM_SUCCESS;
         if (running_in_slurmctld()) {
             load_model();
             info("%sselect/m2g active, wrapping %s", kLog, kStock);
         }
         return SLURM_SUCCESS;
     } catch (...) {
-        error("%sunexpected error at init", kLog);
+        if (!client_only())
+            error("%sunexpected error at init", kLog);
         return SLURM_ERROR;
     }
 }
@@ -430,6 +506,8 @@ extern "C" int fini(void)
         return SLURM_SUCCESS;
     auto stock_fini = reinterpret_cast<int (*)(void)>(dlsym(g_handle, "fini"));
     const int rc = stock_fini ? stock_fini() : SLURM_SUCCESS;
+    if (!client_only() && running_in_slurmctld())
+        publish_stats(true);  // the last counts before slurmctld stops
     if (g.feed)
         g.feed->stop();
     g.feed.reset();
@@ -438,10 +516,12 @@ extern "C" int fini(void)
     return rc;
 }
 
-extern "C" int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
-                                 uint32_t req_nodes, uint16_t mode, List preemptee_candidates,
-                                 List* preemptee_job_list, bitstr_t* exc_core_bitmap)
+// select_p_job_test's work; `verdict` says how it was decided (for the counters).
+static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
+                    uint32_t req_nodes, uint16_t mode, List preemptee_candidates, List* preemptee_job_list,
+                    bitstr_t* exc_core_bitmap, m2g::SelectVerdict& verdict)
 {
+    verdict = m2g::SelectVerdict::Stock;
     auto stock = [&](bitstr_t* bm) {
         return g_ops.job_test(job_ptr, bm, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
                               preemptee_job_list, exc_core_bitmap);
@@ -499,6 +579,7 @@ extern "C" int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32
         else
             gate = m2g::gate(*g.model, view, gr, started_kw(view.snap.get()), &g.pacer, g.usable, g.heat);
         if (gate.blocked) {
+            verdict = m2g::SelectVerdict::Blocked;
             if (run_now)
                 annotate(job_ptr, "waiting policy=" + policy + " reason=" + gate.reason);
             return SLURM_ERROR;
@@ -512,6 +593,7 @@ extern "C" int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32
                     bit_clear(bitmap, g.model_to_slurm[mi]);
         const uint32_t left = static_cast<uint32_t>(bit_set_count(bitmap));
         if (left < min_nodes) {
+            verdict = m2g::SelectVerdict::Blocked;
             if (run_now)
                 annotate(job_ptr, "waiting policy=" + policy + " reason=" + gate.reason);
             return SLURM_ERROR;
@@ -563,6 +645,7 @@ extern "C" int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32
             // Best effort is allowed: cons_tres decides on everything allowed.
             if (req.locality == m2g::Locality::Prefer && req.fallback)
                 return stock_started(bitmap);
+            verdict = m2g::SelectVerdict::Waiting;
             return SLURM_ERROR;
         }
         bitstr_t* narrowed = bit_alloc(bit_size(bitmap));
@@ -576,20 +659,35 @@ extern "C" int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32
                 annotate(job_ptr, placed_segment(*g.model, bitmap, policy, p) + gate_note);
         }
         FREE_NULL_BITMAP(narrowed);
-        if (rc == SLURM_SUCCESS || intent.locality == m2g::Locality::Strict || !req.fallback)
+        if (rc == SLURM_SUCCESS || intent.locality == m2g::Locality::Strict || !req.fallback) {
+            verdict = rc == SLURM_SUCCESS ? m2g::SelectVerdict::Placed : m2g::SelectVerdict::Waiting;
             return rc;
+        }
         return stock_started(bitmap);  // prefer, wait over: cons_tres on everything allowed
     } catch (const std::exception& e) {
         error("%sJobId=%u: %s; cons_tres decides alone", kLog, job_ptr->job_id, e.what());
     } catch (...) {
         error("%sJobId=%u: unexpected error; cons_tres decides alone", kLog, job_ptr->job_id);
     }
+    verdict = m2g::SelectVerdict::Stock;
     return stock(bitmap);
+}
+
+extern "C" int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
+                                 uint32_t req_nodes, uint16_t mode, List preemptee_candidates,
+                                 List* preemptee_job_list, bitstr_t* exc_core_bitmap)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    m2g::SelectVerdict verdict = m2g::SelectVerdict::Stock;
+    const int rc = job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
+                            preemptee_job_list, exc_core_bitmap, verdict);
+    record_decision(verdict, t0, mode, rc, bitmap);
+    return rc;
 }
 
 extern "C" int select_p_reconfigure(void)
 {
-    if (running_in_slurmctld())
+    if (!client_only() && running_in_slurmctld())
         load_model();
     return g_ops.reconfigure();
 }

@@ -1,0 +1,677 @@
+// m2g-exporter: m2g's view of the cluster as Prometheus metrics (see
+// m2g-exporter(1) and doc/metrics.md).
+//
+//   refresh thread   every --interval seconds: m2g.conf (re-read when it
+//                    changed), Slurm's nodes and jobs through libslurm
+//                    (slurmapi/), the signals feed (the status file
+//                    job_submit/m2g writes, else the feed itself), the
+//                    plugins' counters (StatsDir=) → compute_status() → one
+//                    rendered exposition text, swapped in under a mutex.
+//   HTTP             libmicrohttpd's internal polling thread serves that
+//                    text; a scrape never talks to Slurm, so a scrape storm
+//                    costs slurmctld nothing.
+//   main thread      waits for SIGTERM/SIGINT, then stops both.
+//
+// Every metric name, type, label set and HELP text comes from
+// kw::kMetrics (topology/well_known.hpp).
+#include <CLI/CLI.hpp>
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "m2g_config.h"
+#include "slurmapi/slurm_view.hpp"
+#include "topology/config.hpp"
+#include "topology/error.hpp"
+#include "topology/signals.hpp"
+#include "topology/stats.hpp"
+#include "topology/status.hpp"
+#include "topology/well_known.hpp"
+
+namespace {
+
+namespace kw = m2g::kw;
+
+constexpr const char* kProg = "m2g-exporter";
+constexpr const char* kDefaultListen = "127.0.0.1:9842";
+constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+void log(const std::string& msg) { std::fprintf(stderr, "%s: %s\n", kProg, msg.c_str()); }
+
+int64_t now_s() { return static_cast<int64_t>(std::time(nullptr)); }
+
+// ---- the text exposition format 0.0.4 ---------------------------------------------
+
+// A sample value: integers as integers, other numbers in their shortest
+// round-trip form; NaN and infinities as Prometheus spells them.
+std::string fmt_value(double v)
+{
+    if (std::isnan(v))
+        return "NaN";
+    if (std::isinf(v))
+        return v > 0 ? "+Inf" : "-Inf";
+    if (v == std::floor(v) && std::fabs(v) < 1e15)
+        return std::to_string(static_cast<int64_t>(v));
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general);
+    return std::string(buf, r.ptr);
+}
+
+// Label values: backslash, double quote and line feed escaped.
+std::string escape_label(const std::string& v)
+{
+    std::string out;
+    out.reserve(v.size());
+    for (char c : v) {
+        if (c == '\\')
+            out += "\\\\";
+        else if (c == '"')
+            out += "\\\"";
+        else if (c == '\n')
+            out += "\\n";
+        else
+            out += c;
+    }
+    return out;
+}
+
+// HELP text: backslash and line feed escaped.
+std::string escape_help(const char* v)
+{
+    std::string out;
+    for (const char* p = v; *p; ++p) {
+        if (*p == '\\')
+            out += "\\\\";
+        else if (*p == '\n')
+            out += "\\n";
+        else
+            out += *p;
+    }
+    return out;
+}
+
+using Labels = std::vector<std::pair<const char*, std::string>>;
+
+// Builds the exposition one metric family at a time: HELP and TYPE once,
+// right before the family's first sample, and its samples together.
+class Exposition {
+  public:
+    void sample(const kw::Metric& m, const Labels& labels, double value) { line(m, m.name, labels, value); }
+
+    // A histogram from per-bucket (non-cumulative) counts; bounds and sum
+    // divided by `unit` (microseconds → seconds: 1e6; a division keeps
+    // 10 us exactly "1e-05", where * 1e-6 would give 9.999999999999999e-06).
+    void histogram(const kw::Metric& m, const Labels& labels, const m2g::HistogramData& h, double unit)
+    {
+        const std::string base = m.name;
+        for (size_t i = 0; i <= h.bounds.size(); ++i) {
+            Labels with = labels;
+            with.emplace_back(kw::kLabelLe, i < h.bounds.size() ? fmt_value(h.bounds[i] / unit) : "+Inf");
+            line(m, base + "_bucket", with, static_cast<double>(h.cumulative(i)));
+        }
+        line(m, base + "_sum", labels, h.sum / unit);
+        line(m, base + "_count", labels, static_cast<double>(h.count()));
+    }
+
+    const std::string& text() const { return out_; }
+
+  private:
+    void line(const kw::Metric& m, const std::string& name, const Labels& labels, double value)
+    {
+        if (current_ != &m) {
+            current_ = &m;
+            out_ += std::string("# HELP ") + m.name + " " + escape_help(m.help) + "\n";
+            out_ += std::string("# TYPE ") + m.name + " " + m.type + "\n";
+        }
+        out_ += name;
+        if (!labels.empty()) {
+            out_ += '{';
+            for (size_t i = 0; i < labels.size(); ++i)
+                out_ += (i ? "," : "") + std::string(labels[i].first) + "=\"" + escape_label(labels[i].second) + "\"";
+            out_ += '}';
+        }
+        out_ += ' ' + fmt_value(value) + '\n';
+    }
+
+    std::string out_;
+    const kw::Metric* current_ = nullptr;
+};
+
+// ---- what one refresh learnt, rendered ---------------------------------------------
+
+struct Self {
+    bool up = false;
+    int64_t last_ok = 0;
+    uint64_t errors = 0;
+    double duration_s = 0;
+};
+
+const char* class_label(m2g::WorkloadClass c)
+{
+    return c == m2g::WorkloadClass::Unset ? "none" : m2g::to_string(c);
+}
+
+std::string event_scope(const m2g::CurtailmentEvent& e)
+{
+    switch (e.scope) {
+    case m2g::EventScope::Site:
+        return kw::kSigScopeSite;
+    case m2g::EventScope::Row:
+        return kw::kSigScopeRow + e.scope_name;
+    case m2g::EventScope::Rack:
+        return kw::kSigScopeRack + e.scope_name;
+    }
+    return kw::kSigScopeSite;
+}
+
+// `st`: the status (its cluster part only when `have_cluster`).
+std::string render(const m2g::Model& m, const m2g::Status& st, bool have_cluster,
+                   const std::optional<m2g::StatsSnapshot>& sel, const std::optional<m2g::StatsSnapshot>& adm,
+                   const Self& self, int64_t now)
+{
+    Exposition x;
+    if (have_cluster) {
+        // Every class and state, zeros included, so series do not vanish.
+        constexpr m2g::WorkloadClass kClasses[] = {
+            m2g::WorkloadClass::Unset,     m2g::WorkloadClass::Training,  m2g::WorkloadClass::Finetune,
+            m2g::WorkloadClass::Inference, m2g::WorkloadClass::Batch,     m2g::WorkloadClass::Benchmark,
+            m2g::WorkloadClass::Dataproc,  m2g::WorkloadClass::Agentic};
+        for (m2g::WorkloadClass c : kClasses) {
+            m2g::ClassQueue q;
+            for (const m2g::ClassQueue& cq : st.queues)
+                if (cq.cls == c)
+                    q = cq;
+            const std::string cls = class_label(c);
+            x.sample(kw::kMetricQueueJobs, {{kw::kLabelClass, cls}, {kw::kLabelState, "running"}}, q.running);
+            x.sample(kw::kMetricQueueJobs, {{kw::kLabelClass, cls}, {kw::kLabelState, "pending"}},
+                     q.pending - q.deferred);
+            x.sample(kw::kMetricQueueJobs, {{kw::kLabelClass, cls}, {kw::kLabelState, "deferred"}}, q.deferred);
+        }
+        for (const auto& [reason, n] : st.pending_by_reason)
+            x.sample(kw::kMetricPendingJobs, {{kw::kLabelReason, reason}}, n);
+        x.sample(kw::kMetricDeferredJobs, {}, st.deferred_jobs);
+        for (const m2g::DomainStatus& d : st.domains) {
+            const std::string& name = m.domains[d.domain].name;
+            x.sample(kw::kMetricDomainGpus, {{kw::kLabelDomain, name}, {kw::kLabelState, "used"}}, d.gpus_used);
+            x.sample(kw::kMetricDomainGpus, {{kw::kLabelDomain, name}, {kw::kLabelState, "free"}}, d.gpus_free);
+            x.sample(kw::kMetricDomainGpus, {{kw::kLabelDomain, name}, {kw::kLabelState, "degraded"}},
+                     d.gpus_degraded);
+        }
+        for (const m2g::DomainStatus& d : st.domains)
+            x.sample(kw::kMetricDomainDegraded, {{kw::kLabelDomain, m.domains[d.domain].name}},
+                     d.nvlink_fault || d.gpus_degraded > 0 ? 1 : 0);
+        x.sample(kw::kMetricWholeFreeDomains, {}, st.whole_free_domains);
+        x.sample(kw::kMetricFragmentation, {}, st.fragmentation);
+    }
+
+    // Power, events and signals come from the feed: served also when Slurm
+    // cannot be reached.
+    const auto scope = [](const m2g::PowerStatus& p) {
+        return Labels{{kw::kLabelScope, p.scope}, {kw::kLabelName, p.name}};
+    };
+    for (const m2g::PowerStatus& p : st.power)
+        if (p.budget_kw >= 0)
+            x.sample(kw::kMetricPowerBudget, scope(p), p.budget_kw);
+    for (const m2g::PowerStatus& p : st.power)
+        if (p.effective_kw >= 0)
+            x.sample(kw::kMetricPowerEffective, scope(p), p.effective_kw);
+    for (const m2g::PowerStatus& p : st.power)
+        if (p.draw_kw >= 0)
+            x.sample(kw::kMetricPowerDraw, scope(p), p.draw_kw);
+    for (const m2g::PowerStatus& p : st.power)
+        if (p.effective_kw >= 0 && p.draw_kw >= 0)
+            x.sample(kw::kMetricPowerHeadroom, scope(p), p.effective_kw - p.draw_kw);
+
+    x.sample(kw::kMetricActiveEvents, {}, static_cast<double>(st.active_events.size()));
+    for (const m2g::CurtailmentEvent* e : st.active_events)
+        x.sample(kw::kMetricEventInfo, {{kw::kLabelId, e->id}, {kw::kLabelScope, event_scope(*e)}}, 1);
+    for (const m2g::CurtailmentEvent* e : st.active_events)
+        x.sample(kw::kMetricEventEnd, {{kw::kLabelId, e->id}, {kw::kLabelScope, event_scope(*e)}},
+                 static_cast<double>(e->end));
+
+    const m2g::SignalsView& v = st.signals;
+    if (v.snap && v.age_s >= 0)
+        x.sample(kw::kMetricSignalsAge, {}, static_cast<double>(v.age_s));
+    x.sample(kw::kMetricSignalsTtl, {}, m.admission.signals_ttl_sec);
+    for (m2g::FeedState s : {m2g::FeedState::NotConfigured, m2g::FeedState::Fresh, m2g::FeedState::Stale,
+                             m2g::FeedState::Missing, m2g::FeedState::Corrupt})
+        x.sample(kw::kMetricSignalsState, {{kw::kLabelState, m2g::to_string(s)}}, v.state == s ? 1 : 0);
+
+    // The plugins' counters.
+    if (sel) {
+        x.histogram(kw::kMetricPlacementDomains, {}, sel->placement_domains, 1);
+        x.sample(kw::kMetricNvlinkFitOne, {}, static_cast<double>(sel->fit_one_domain));
+        x.sample(kw::kMetricNvlinkContained, {}, static_cast<double>(sel->contained));
+        if (sel->fit_one_domain > 0)
+            x.sample(kw::kMetricNvlinkContainment, {},
+                     static_cast<double>(sel->contained) / static_cast<double>(sel->fit_one_domain));
+    }
+    const std::pair<const char*, const std::optional<m2g::StatsSnapshot>*> plugins[] = {
+        {kw::kPluginSelect, &sel}, {kw::kPluginAdmission, &adm}};
+    for (const auto& [name, snap] : plugins)
+        if (*snap)
+            x.histogram(kw::kMetricDecisionDuration, {{kw::kLabelPlugin, name}}, (*snap)->latency_us, 1e6);
+    for (const auto& [name, snap] : plugins)
+        if (*snap)
+            for (const auto& [verdict, n] : (*snap)->decisions)
+                x.sample(kw::kMetricDecisions, {{kw::kLabelPlugin, name}, {kw::kLabelVerdict, verdict}},
+                         static_cast<double>(n));
+    for (const auto& [name, snap] : plugins)
+        if (*snap)
+            x.sample(kw::kMetricStatsAge, {{kw::kLabelPlugin, name}},
+                     static_cast<double>(std::max<int64_t>(0, now - (*snap)->written_at)));
+
+    x.sample(kw::kMetricExporterUp, {}, self.up ? 1 : 0);
+    if (self.last_ok > 0)
+        x.sample(kw::kMetricExporterLastRefresh, {}, static_cast<double>(self.last_ok));
+    x.sample(kw::kMetricExporterRefreshErrors, {}, static_cast<double>(self.errors));
+    x.sample(kw::kMetricExporterRefreshDuration, {}, self.duration_s);
+    return x.text();
+}
+
+// ---- the refresh ------------------------------------------------------------------
+
+// Logs a condition when it starts, changes or ends; not once per refresh.
+class Condition {
+  public:
+    explicit Condition(std::string what) : what_(std::move(what)) {}
+    void set(const std::string& error)
+    {
+        if (error == last_)
+            return;
+        if (!error.empty())
+            log(error);
+        else
+            log(what_ + ": ok again");
+        last_ = error;
+    }
+
+  private:
+    std::string what_;
+    std::string last_;
+};
+
+class Refresher {
+  public:
+    explicit Refresher(std::string conf) : conf_(std::move(conf)) {}
+
+    // Load m2g.conf the first time; throws so the exporter does not start
+    // on a broken configuration.
+    void load_first()
+    {
+        conf_text_ = m2g::read_text_file(conf_);
+        model_ = std::make_shared<const m2g::Model>(m2g::build_model(m2g::parse_m2g_conf(conf_text_, conf_)));
+    }
+
+    const m2g::Model& model() const { return *model_; }
+
+    // One refresh; never throws. Returns the exposition text.
+    std::string refresh()
+    {
+        const auto t0 = std::chrono::steady_clock::now();
+        const int64_t now = now_s();
+        bool failed = false;
+        reload_conf(failed);
+        const m2g::Model& m = *model_;
+
+        std::string err;
+        m2g::ClusterView cv;
+        try {
+            cv = m2g::load_cluster_view(m, &err);
+        } catch (const std::exception& e) {
+            err = e.what();
+        }
+        if (err.empty() && cv.taken_at == 0)
+            err = "no state from Slurm";
+        slurm_cond_.set(err.empty() ? "" : "cannot read Slurm's state: " + err);
+        self_.up = err.empty();
+        failed = failed || !self_.up;
+
+        const m2g::SignalsView v = signals_view(m, now);
+        const m2g::Status st = m2g::compute_status(m, self_.up ? cv : m2g::ClusterView{}, v, now);
+        std::optional<m2g::StatsSnapshot> sel = read_stats(m, kw::kPluginSelect, sel_cond_, failed);
+        std::optional<m2g::StatsSnapshot> adm = read_stats(m, kw::kPluginAdmission, adm_cond_, failed);
+
+        if (failed)
+            ++self_.errors;
+        else
+            self_.last_ok = now;
+        self_.duration_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return render(m, st, self_.up, sel, adm, self_, now);
+    }
+
+    bool up() const { return self_.up; }
+
+  private:
+    void reload_conf(bool& failed)
+    {
+        try {
+            std::string text = m2g::read_text_file(conf_);
+            if (text != conf_text_) {
+                auto m = std::make_shared<const m2g::Model>(m2g::build_model(m2g::parse_m2g_conf(text, conf_)));
+                feed_.reset();  // it refers to the old model
+                model_ = std::move(m);
+                conf_text_ = std::move(text);
+                log(conf_ + " reloaded");
+            }
+            conf_cond_.set("");
+        } catch (const std::exception& e) {
+            conf_cond_.set(std::string(e.what()) + "; keeping the previous m2g.conf in force");
+            failed = true;
+        }
+    }
+
+    // What job_submit/m2g believes (SignalsStatusFile=) when it is there,
+    // else the feed as this exporter reads it.
+    m2g::SignalsView signals_view(const m2g::Model& m, int64_t now)
+    {
+        const m2g::AdmissionPolicy& ap = m.admission;
+        if (!ap.signals_status_file.empty() && ::access(ap.signals_status_file.c_str(), R_OK) == 0) {
+            try {
+                m2g::SignalsView v = m2g::read_feed_status(ap.signals_status_file, m, ap.signals_ttl_sec, now);
+                status_cond_.set("");
+                return v;
+            } catch (const std::exception& e) {
+                status_cond_.set(std::string(e.what()) + "; reading the feed itself instead");
+            }
+        }
+        if (ap.signals_file.empty())
+            return {};
+        if (!feed_)
+            feed_ = std::make_unique<m2g::SignalFeed>(ap.signals_file, ap.signals_ttl_sec, ap.failsafe, m,
+                                                      [](m2g::LogLevel, const std::string& msg) { log(msg); });
+        feed_->refresh(now);
+        return feed_->view(now);
+    }
+
+    std::optional<m2g::StatsSnapshot> read_stats(const m2g::Model& m, const char* plugin, Condition& cond,
+                                                 bool& failed)
+    {
+        if (m.admission.stats_dir.empty())
+            return std::nullopt;
+        const std::string path = m2g::stats_path(m.admission.stats_dir, plugin);
+        struct stat sb {};
+        if (::stat(path.c_str(), &sb) != 0)
+            return std::nullopt;  // the plugin is not loaded or has not published yet
+        try {
+            m2g::StatsSnapshot s = m2g::read_stats_file(path);
+            cond.set("");
+            return s;
+        } catch (const std::exception& e) {
+            cond.set(e.what());
+            failed = true;
+            return std::nullopt;
+        }
+    }
+
+    const std::string conf_;
+    std::string conf_text_;
+    std::shared_ptr<const m2g::Model> model_;
+    std::unique_ptr<m2g::SignalFeed> feed_;
+    Self self_;
+    Condition conf_cond_{"m2g.conf"}, slurm_cond_{"Slurm"}, status_cond_{"signals status file"},
+        sel_cond_{"select/m2g counters"}, adm_cond_{"job_submit/m2g counters"};
+};
+
+// ---- serving ----------------------------------------------------------------------
+
+struct Server {
+    std::mutex mu;
+    std::shared_ptr<const std::string> metrics;  // the last rendered exposition
+    std::string cluster;
+};
+
+const char* const kNotFound = "Not found. Metrics are at /metrics.\n";
+
+MHD_Result respond(MHD_Connection* conn, unsigned status, const std::string& body, const char* type)
+{
+    MHD_Response* r =
+        MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    const MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+std::string html_escape(const std::string& s)
+{
+    std::string out;
+    for (char c : s) {
+        switch (c) {
+        case '&': out += "&amp;"; break;
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        case '"': out += "&quot;"; break;
+        default: out += c;
+        }
+    }
+    return out;
+}
+
+MHD_Result handle(void* cls, MHD_Connection* conn, const char* url, const char* method, const char*,
+                  const char*, size_t* upload_size, void** con_cls)
+{
+    auto* srv = static_cast<Server*>(cls);
+    if (std::strcmp(method, MHD_HTTP_METHOD_GET) != 0 && std::strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
+        // Answer once the (ignored) request body is read.
+        if (*con_cls == nullptr) {
+            *con_cls = srv;
+            return MHD_YES;
+        }
+        if (*upload_size) {
+            *upload_size = 0;
+            return MHD_YES;
+        }
+        return respond(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "Only GET and HEAD.\n", "text/plain; charset=utf-8");
+    }
+    const std::string path = url ? url : "";
+    if (path == "/metrics") {
+        std::shared_ptr<const std::string> text;
+        {
+            std::lock_guard<std::mutex> lk(srv->mu);
+            text = srv->metrics;
+        }
+        return respond(conn, MHD_HTTP_OK, text ? *text : std::string(), kContentType);
+    }
+    if (path == "/") {
+        const std::string page = "<!DOCTYPE html>\n<html><head><title>m2g exporter</title></head><body>\n"
+                                 "<h1>m2g exporter</h1>\n<p>Cluster " + html_escape(srv->cluster) +
+                                 ", m2g " PACKAGE_VERSION ".</p>\n<p><a href=\"/metrics\">Metrics</a></p>\n"
+                                 "</body></html>\n";
+        return respond(conn, MHD_HTTP_OK, page, "text/html; charset=utf-8");
+    }
+    return respond(conn, MHD_HTTP_NOT_FOUND, kNotFound, "text/plain; charset=utf-8");
+}
+
+// HOST:PORT or [HOST]:PORT, HOST a numeric address or "localhost".
+struct Listen {
+    sockaddr_storage addr{};
+    bool ipv6 = false;
+    bool loopback = false;
+    std::string host;
+    int port = 0;
+};
+
+Listen parse_listen(const std::string& text)
+{
+    const std::string usage = "--listen " + text + ": expected HOST:PORT with a numeric address, e.g. " +
+                              kDefaultListen + ", [::1]:9842 or 0.0.0.0:9842 (all addresses)";
+    Listen l;
+    std::string port;
+    if (!text.empty() && text[0] == '[') {
+        const auto close = text.find("]:");
+        if (close == std::string::npos)
+            throw m2g::Error(usage);
+        l.host = text.substr(1, close - 1);
+        port = text.substr(close + 2);
+    } else {
+        const auto colon = text.rfind(':');
+        if (colon == std::string::npos || text.find(':') != colon)
+            throw m2g::Error(usage);
+        l.host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+    }
+    if (l.host == "localhost")
+        l.host = "127.0.0.1";
+    char* end = nullptr;
+    const long p = std::strtol(port.c_str(), &end, 10);
+    if (port.empty() || *end || p < 0 || p > 65535)
+        throw m2g::Error(usage + " (the port is 0 to 65535; 0 picks a free one)");
+    l.port = static_cast<int>(p);
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&l.addr);
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&l.addr);
+    if (inet_pton(AF_INET, l.host.c_str(), &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(static_cast<uint16_t>(l.port));
+        l.loopback = (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+    } else if (inet_pton(AF_INET6, l.host.c_str(), &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(static_cast<uint16_t>(l.port));
+        l.ipv6 = true;
+        l.loopback = IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
+    } else {
+        throw m2g::Error(usage);
+    }
+    return l;
+}
+
+std::string default_conf()
+{
+    if (const char* sc = std::getenv("SLURM_CONF"); sc && *sc) {
+        std::string dir(sc);
+        const auto slash = dir.rfind('/');
+        dir = slash == std::string::npos ? "." : dir.substr(0, slash);
+        return m2g::conf_path((dir + "/" + kw::kConfFile).c_str());
+    }
+    return m2g::conf_path("/etc/slurm/m2g.conf");
+}
+
+void list_metrics()
+{
+    for (const kw::Metric* m : kw::kMetrics)
+        std::printf("%s\t%s\t%s\t%s\n", m->name, m->type, *m->labels ? m->labels : "-", m->help);
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    std::string listen = kDefaultListen, conf;
+    int interval = 15;
+    bool once = false, list = false;
+    CLI::App app{"m2g-exporter: m2g's view of the cluster (queues, NVLink domains, power, demand-response events, "
+                 "signals, plugin decisions) as Prometheus metrics. See m2g-exporter(1) and doc/metrics.md."};
+    app.add_option("--listen", listen, "address:port to serve on (default " + std::string(kDefaultListen) +
+                                           ", loopback only; 0 as port picks a free one)");
+    app.add_option("--conf", conf, "m2g.conf (default: $M2G_CONF, else m2g.conf next to $SLURM_CONF, else "
+                                   "/etc/slurm/m2g.conf)");
+    app.add_option("--interval", interval, "refresh Slurm's state at most every this many seconds (default 15)")
+        ->check(CLI::Range(1, 3600));
+    app.add_flag("--once", once, "refresh once, print the metrics on standard output and exit (1 when Slurm "
+                                 "could not be read)");
+    app.add_flag("--list-metrics", list, "print every metric (name, type, labels, help) and exit");
+    app.set_version_flag("--version", std::string(kProg) + " " + PACKAGE_VERSION);
+    CLI11_PARSE(app, argc, argv);
+
+    if (list) {
+        list_metrics();
+        return 0;
+    }
+    try {
+        const Listen where = parse_listen(listen);
+        if (conf.empty())
+            conf = default_conf();
+        Refresher refresher(conf);
+        refresher.load_first();
+        if (once) {
+            std::cout << refresher.refresh() << std::flush;
+            return refresher.up() ? 0 : 1;
+        }
+
+        // SIGTERM/SIGINT go to sigwait() below: block them before any thread starts.
+        sigset_t stop_signals;
+        sigemptyset(&stop_signals);
+        sigaddset(&stop_signals, SIGTERM);
+        sigaddset(&stop_signals, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+        signal(SIGPIPE, SIG_IGN);
+
+        Server srv;
+        srv.cluster = refresher.model().cluster_name.empty() ? "(unnamed)" : refresher.model().cluster_name;
+        srv.metrics = std::make_shared<const std::string>(refresher.refresh());
+
+        MHD_Daemon* d = MHD_start_daemon(
+            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG | (where.ipv6 ? MHD_USE_IPv6 : 0),
+            static_cast<uint16_t>(where.port), nullptr, nullptr, &handle, &srv, MHD_OPTION_SOCK_ADDR,
+            reinterpret_cast<const sockaddr*>(&where.addr), MHD_OPTION_CONNECTION_LIMIT, 64u,
+            MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+        if (!d)
+            throw m2g::Error("cannot listen on " + listen + ": " + std::strerror(errno) +
+                             " (another process on that port? choose one with --listen)");
+        const MHD_DaemonInfo* info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+        const int port = info ? info->port : where.port;
+        const std::string host = where.ipv6 ? "[" + where.host + "]" : where.host;
+        log("serving http://" + host + ":" + std::to_string(port) + "/metrics (m2g.conf " + conf + ", refresh every " +
+            std::to_string(interval) + " s)");
+        if (!where.loopback)
+            log("note: " + where.host + " is not a loopback address: whoever reaches it can read these metrics");
+
+        std::mutex mu;
+        std::condition_variable cv;
+        bool stop = false;
+        std::thread refresh_thread([&] {
+            std::unique_lock<std::mutex> lk(mu);
+            while (!cv.wait_for(lk, std::chrono::seconds(interval), [&] { return stop; })) {
+                lk.unlock();
+                auto text = std::make_shared<const std::string>(refresher.refresh());
+                {
+                    std::lock_guard<std::mutex> slk(srv.mu);
+                    srv.metrics = std::move(text);
+                }
+                lk.lock();
+            }
+        });
+
+        int sig = 0;
+        sigwait(&stop_signals, &sig);
+        log(std::string("stopping on ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
+        MHD_stop_daemon(d);
+        {
+            std::lock_guard<std::mutex> lk(mu);
+            stop = true;
+        }
+        cv.notify_all();
+        refresh_thread.join();
+        return 0;
+    } catch (const std::exception& e) {
+        log(std::string("error: ") + e.what());
+        return 1;
+    }
+}

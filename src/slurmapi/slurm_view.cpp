@@ -1,0 +1,458 @@
+// m2g's view of a running Slurm through libslurm's public API (see
+// slurm_view.hpp). Only <slurm/slurm.h>, <slurm/slurm_errno.h> and
+// <slurm/slurmdb.h>: this runs outside slurmctld, as any Slurm client.
+#include "slurmapi/slurm_view.hpp"
+
+#include <pwd.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "topology/error.hpp"
+#include "topology/tres.hpp"
+
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+#include <slurm/slurmdb.h>
+
+// Exported by libslurm but not declared in 22.05's public headers:
+// - slurm_job_reason_string(): an alias of job_reason_string(), as squeue's
+//   %r prints it; the string is static, not freed;
+// - slurm_xfree(): xfree(), which frees what libslurm xmalloc()ed and sets
+//   the pointer to NULL (see JobMsgFree).
+char* slurm_job_reason_string(enum job_state_reason inx);
+void slurm_xfree(void** item);
+}
+
+namespace m2g {
+
+namespace {
+
+// libslurm's fatal() exits the process when slurm.conf cannot be read, so
+// check what slurm_init() would read first and say what is wrong.
+void init_slurm()
+{
+    static std::once_flag once;
+    static std::string failure;
+    std::call_once(once, [] {
+        const char* env = std::getenv("SLURM_CONF");
+        struct stat st {};
+        if (env && *env) {
+            if (::stat(env, &st) != 0)
+                failure = std::string("SLURM_CONF=") + env + ": " + std::strerror(errno) +
+                          ": cannot read Slurm's configuration";
+        } else if (::stat("/etc/slurm/slurm.conf", &st) != 0 && ::stat("/run/slurm/conf/slurm.conf", &st) != 0) {
+            failure = "no Slurm configuration: /etc/slurm/slurm.conf does not exist and SLURM_CONF is not set "
+                      "(set SLURM_CONF to the cluster's slurm.conf)";
+        }
+        if (failure.empty())
+            slurm_init(nullptr);
+    });
+    if (!failure.empty())
+        throw Error(failure);
+}
+
+std::string slurm_error_text()
+{
+    const int e = slurm_get_errno();
+    const char* s = slurm_strerror(e);
+    return s && *s ? s : "error " + std::to_string(e);
+}
+
+[[noreturn]] void throw_ctld(const char* what)
+{
+    const char* conf = std::getenv("SLURM_CONF");
+    throw Error(std::string("cannot reach slurmctld (") + what + "): " + slurm_error_text() +
+                "; is it running, and is SLURM_CONF (" + (conf && *conf ? conf : "/etc/slurm/slurm.conf") +
+                ") the cluster's slurm.conf?");
+}
+
+std::string str(const char* s) { return s ? s : ""; }
+
+// GPUs in a node's Gres= or GresUsed= string: "gpu:4", "gpu:4(S:0-1)",
+// "gpu:a100:4(IDX:0-3),nic:2", "gpu:0(IDX:N/A)". Commas inside "(...)"
+// belong to the index list.
+int gres_gpus(std::string_view s)
+{
+    int total = 0;
+    size_t i = 0;
+    while (i < s.size()) {
+        int depth = 0;
+        size_t j = i;
+        for (; j < s.size(); ++j) {
+            if (s[j] == '(')
+                ++depth;
+            else if (s[j] == ')')
+                --depth;
+            else if (s[j] == ',' && depth == 0)
+                break;
+        }
+        std::string_view item = s.substr(i, j - i);
+        i = j + 1;
+        if (const auto paren = item.find('('); paren != std::string_view::npos)
+            item = item.substr(0, paren);
+        if (item.substr(0, 4) != "gpu:" && item != "gpu")
+            continue;
+        const auto colon = item.rfind(':');
+        const std::string_view n = item.substr(colon + 1);
+        if (colon == 3 && (n.empty() || n.find_first_not_of("0123456789") != std::string_view::npos)) {
+            total += 1;  // "gpu:a100": a type without a count is one
+            continue;
+        }
+        if (!n.empty() && n.find_first_not_of("0123456789") == std::string_view::npos)
+            total += std::atoi(std::string(n).c_str());
+    }
+    return total;
+}
+
+// GPUs in a formatted TRES string ("cpu=8,mem=32000M,node=2,billing=8,gres/gpu=8"):
+// the untyped "gres/gpu=" item (typed "gres/gpu:a100=" items repeat it).
+// -1 when there is none.
+int64_t tres_gpus(const char* tres)
+{
+    if (!tres)
+        return -1;
+    std::string_view s(tres);
+    while (!s.empty()) {
+        const auto comma = s.find(',');
+        const std::string_view item = s.substr(0, comma);
+        s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
+        if (item.substr(0, 9) == "gres/gpu=")
+            return std::atoll(std::string(item.substr(9)).c_str());
+    }
+    return -1;
+}
+
+// Model node indices of a Slurm hostlist; names the model does not know are left out.
+std::vector<int> model_nodes(const Model& m, const char* nodes)
+{
+    std::vector<int> out;
+    if (!nodes || !*nodes)
+        return out;
+    hostlist_t hl = slurm_hostlist_create(nodes);
+    if (!hl)
+        return out;
+    while (char* h = slurm_hostlist_shift(hl)) {
+        const int idx = m.find_node(h);
+        if (idx != kNone)
+            out.push_back(idx);
+        std::free(h);  // hostlist_shift returns malloc()ed names
+    }
+    slurm_hostlist_destroy(hl);
+    return out;
+}
+
+JobState job_state(uint32_t state)
+{
+    if (state & JOB_COMPLETING)
+        return JobState::Completing;
+    switch (state & JOB_STATE_BASE) {
+    case JOB_PENDING:
+        return JobState::Pending;
+    case JOB_RUNNING:
+    case JOB_SUSPENDED:
+        return JobState::Running;
+    default:
+        return JobState::Done;
+    }
+}
+
+std::string user_name(const char* name, uint32_t uid)
+{
+    if (name && *name)
+        return name;
+    if (const passwd* pw = ::getpwuid(uid))
+        return pw->pw_name;
+    return std::to_string(uid);
+}
+
+// class= and w_gpu= of the admission part (written by job_submit/m2g).
+void apply_annotation(JobView& v)
+{
+    const ParsedAnnotation a = parse_annotation(v.admin_comment);
+    v.intent.workload_class = a.workload_class;
+    v.intent.power_w_per_gpu = a.w_gpu;
+}
+
+int64_t limit_seconds(uint32_t minutes)
+{
+    return minutes == INFINITE || minutes == NO_VAL || minutes == 0 ? 0 : int64_t{minutes} * 60;
+}
+
+JobView job_view(const Model& m, const slurm_job_info_t& j)
+{
+    JobView v;
+    v.id = j.job_id;
+    v.name = str(j.name);
+    v.state = job_state(j.job_state);
+    if (v.state == JobState::Pending && j.state_reason != WAIT_NO_REASON)
+        v.slurm_reason = str(slurm_job_reason_string(static_cast<job_state_reason>(j.state_reason)));
+    v.admin_comment = str(j.admin_comment);
+    v.partition = str(j.partition);
+    v.account = str(j.account);
+    v.user = user_name(j.user_name, j.user_id);
+    v.node_idx = model_nodes(m, v.state == JobState::Pending ? nullptr : j.nodes);
+    v.nodes = v.state == JobState::Pending || v.node_idx.empty() ? static_cast<int>(j.num_nodes)
+                                                                 : static_cast<int>(v.node_idx.size());
+    int64_t g = tres_gpus(v.state == JobState::Pending ? j.tres_req_str : j.tres_alloc_str);
+    if (g < 0)
+        g = tres_gpus(j.tres_req_str);
+    if (g < 0)
+        g = job_gpus(str(j.tres_per_job), str(j.tres_per_node), str(j.tres_per_task), j.num_nodes,
+                     j.num_tasks == NO_VAL ? 0 : j.num_tasks);
+    v.gpus = static_cast<int>(g);
+    v.submit_time = j.submit_time;
+    v.begin_time = j.eligible_time;  // details->begin_time (slurmctld's pack_job)
+    if (v.state != JobState::Pending) {
+        v.start_time = j.start_time;
+        v.end_time = j.end_time;
+    }
+    v.time_limit_s = limit_seconds(j.time_limit);
+    apply_annotation(v);
+    return v;
+}
+
+NodeView node_view(const Model& m, int idx, const node_info_t& n)
+{
+    NodeView v;
+    v.known = true;
+    const uint32_t st = n.node_state;
+    const uint32_t base = st & NODE_STATE_BASE;
+    v.down = base == NODE_STATE_DOWN || base == NODE_STATE_UNKNOWN || base == NODE_STATE_FUTURE ||
+             (st & (NODE_STATE_FAIL | NODE_STATE_NO_RESPOND | NODE_STATE_POWERED_DOWN | NODE_STATE_POWERING_DOWN |
+                    NODE_STATE_POWERING_UP | NODE_STATE_INVALID_REG)) != 0;
+    v.drained = (st & NODE_STATE_DRAIN) != 0;
+    v.gpus_total = gres_gpus(str(n.gres));
+    if (v.gpus_total == 0)
+        v.gpus_total = m.nodes[static_cast<size_t>(idx)].gpus;
+    // GresUsed= (slurm_load_node with SHOW_DETAIL): "gpu:4(IDX:0-3)".
+    v.gpus_alloc = std::min(gres_gpus(str(n.gres_used)), v.gpus_total);
+    return v;
+}
+
+struct NodeMsgFree {
+    void operator()(node_info_msg_t* p) const { slurm_free_node_info_msg(p); }
+};
+// 22.05's slurm_free_job_info_msg() leaves five strings of each job
+// behind (slurm_free_job_info_members() forgets them): admin_comment, where
+// every m2g job keeps its annotation, would leak on each load, which a
+// long-running m2g-exporter cannot afford. slurm_xfree() sets them to NULL,
+// so a libslurm that frees them itself is not hurt.
+struct JobMsgFree {
+    void operator()(job_info_msg_t* p) const
+    {
+        for (uint32_t i = 0; p && p->job_array && i < p->record_count; ++i) {
+            slurm_job_info_t& j = p->job_array[i];
+            for (char** s : {&j.admin_comment, &j.system_comment, &j.prefer, &j.cronspec, &j.cluster_features})
+                slurm_xfree(reinterpret_cast<void**>(s));
+        }
+        slurm_free_job_info_msg(p);
+    }
+};
+
+ClusterView load_or_throw(const Model& m)
+{
+    init_slurm();
+    ClusterView c;
+    c.taken_at = static_cast<int64_t>(std::time(nullptr));
+    c.nodes.assign(m.nodes.size(), NodeView{});
+    for (size_t i = 0; i < m.nodes.size(); ++i)
+        c.nodes[i].gpus_total = m.nodes[i].gpus;
+
+    node_info_msg_t* nraw = nullptr;
+    if (slurm_load_node(0, &nraw, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS)
+        throw_ctld("loading nodes");
+    std::unique_ptr<node_info_msg_t, NodeMsgFree> nodes(nraw);
+    for (uint32_t i = 0; i < nodes->record_count; ++i) {
+        const node_info_t& n = nodes->node_array[i];
+        if (!n.name)
+            continue;
+        const int idx = m.find_node(n.name);
+        if (idx != kNone)
+            c.nodes[static_cast<size_t>(idx)] = node_view(m, idx, n);
+    }
+
+    job_info_msg_t* jraw = nullptr;
+    if (slurm_load_jobs(0, &jraw, SHOW_ALL) != SLURM_SUCCESS)
+        throw_ctld("loading jobs");
+    std::unique_ptr<job_info_msg_t, JobMsgFree> jobs(jraw);
+    c.jobs.reserve(jobs->record_count);
+    for (uint32_t i = 0; i < jobs->record_count; ++i)
+        c.jobs.push_back(job_view(m, jobs->job_array[i]));
+    return c;
+}
+
+}  // namespace
+
+ClusterView load_cluster_view(const Model& m, std::string* error)
+{
+    if (!error)
+        return load_or_throw(m);
+    try {
+        return load_or_throw(m);
+    } catch (const std::exception& e) {
+        *error = e.what();
+        return ClusterView{};
+    }
+}
+
+std::optional<JobView> load_job(const Model& m, uint32_t job_id)
+{
+    init_slurm();
+    job_info_msg_t* raw = nullptr;
+    if (slurm_load_job(&raw, job_id, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS) {
+        if (slurm_get_errno() == ESLURM_INVALID_JOB_ID)
+            return std::nullopt;
+        throw_ctld(("loading job " + std::to_string(job_id)).c_str());
+    }
+    std::unique_ptr<job_info_msg_t, JobMsgFree> msg(raw);
+    for (uint32_t i = 0; i < msg->record_count; ++i)
+        if (msg->job_array[i].job_id == job_id)
+            return job_view(m, msg->job_array[i]);
+    return std::nullopt;
+}
+
+namespace {
+
+struct ListFree {
+    void operator()(void* l) const { slurm_list_destroy(static_cast<List>(l)); }
+};
+using ListPtr = std::unique_ptr<std::remove_pointer_t<List>, ListFree>;
+
+struct DbConn {
+    void* conn = nullptr;
+    ~DbConn()
+    {
+        if (conn)
+            slurmdb_connection_close(&conn);
+    }
+};
+
+// GPUs in accounting's TRES string, which names TRES by database id
+// ("1=16,2=32000,4=2,1001=8"): the item of `gpu_id` (gres/gpu). -1 when none.
+int64_t db_tres_gpus(const char* tres, uint32_t gpu_id)
+{
+    if (!tres || gpu_id == 0)
+        return -1;
+    const std::string key = std::to_string(gpu_id) + "=";
+    std::string_view s(tres);
+    while (!s.empty()) {
+        const auto comma = s.find(',');
+        const std::string_view item = s.substr(0, comma);
+        s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
+        if (item.substr(0, key.size()) == key)
+            return std::atoll(std::string(item.substr(key.size())).c_str());
+    }
+    return -1;
+}
+
+// The database id of TRES gres/gpu (0: accounting does not track it, see
+// AccountingStorageTRES).
+uint32_t db_gpu_tres_id(void* conn)
+{
+    slurmdb_tres_cond_t cond{};
+    ListPtr recs(slurmdb_tres_get(conn, &cond));
+    if (!recs)
+        return 0;
+    uint32_t id = 0;
+    ListIterator it = slurm_list_iterator_create(recs.get());
+    while (auto* t = static_cast<slurmdb_tres_rec_t*>(slurm_list_next(it)))
+        if (t->type && t->name && std::string_view(t->type) == "gres" && std::string_view(t->name) == "gpu")
+            id = t->id;
+    slurm_list_iterator_destroy(it);
+    return id;
+}
+
+JobView db_job_view(const Model& m, const slurmdb_job_rec_t& j, uint32_t gpu_id)
+{
+    JobView v;
+    v.id = j.jobid;
+    v.name = str(j.jobname);
+    v.state = job_state(j.state);
+    v.admin_comment = str(j.admin_comment);
+    v.partition = str(j.partition);
+    v.account = str(j.account);
+    v.user = user_name(j.user, j.uid);
+    v.node_idx = model_nodes(m, v.state == JobState::Pending ? nullptr : j.nodes);
+    v.nodes = v.node_idx.empty() ? static_cast<int>(j.alloc_nodes) : static_cast<int>(v.node_idx.size());
+    int64_t g = db_tres_gpus(j.tres_alloc_str, gpu_id);
+    if (g < 0)
+        g = db_tres_gpus(j.tres_req_str, gpu_id);
+    v.gpus = static_cast<int>(std::max<int64_t>(0, g));
+    v.submit_time = j.submit;
+    v.begin_time = j.eligible;
+    v.start_time = j.start;
+    v.end_time = j.end;
+    v.time_limit_s = limit_seconds(j.timelimit);
+    apply_annotation(v);
+    return v;
+}
+
+}  // namespace
+
+std::optional<JobView> load_job_from_accounting(const Model& m, uint32_t job_id)
+{
+    init_slurm();
+    // The cluster this slurm.conf describes (sacct's default).
+    slurm_conf_t* conf = nullptr;
+    if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS)
+        throw_ctld("loading its configuration");
+    const std::string cluster = str(conf->cluster_name);
+    slurm_free_ctl_conf(conf);
+
+    DbConn db;
+    uint16_t flags = 0;
+    db.conn = slurmdb_connection_get(&flags);
+    if (!db.conn)
+        throw Error("job " + std::to_string(job_id) +
+                    " is no longer in slurmctld, and accounting (slurmdbd) cannot be reached: " +
+                    slurm_error_text() + "; `sacct -j " + std::to_string(job_id) +
+                    " -o JobID,Elapsed,AllocTRES,AdminComment` shows the record once slurmdbd is back");
+
+    // The condition's lists own nothing: their items live on this stack
+    // frame, and the condition itself is not libslurm's to free.
+    slurm_selected_step_t step{};
+    step.array_task_id = NO_VAL;
+    step.het_job_offset = NO_VAL;
+    step.step_id.job_id = job_id;
+    step.step_id.step_id = NO_VAL;
+    step.step_id.step_het_comp = NO_VAL;
+    ListPtr steps(slurm_list_create(nullptr));
+    slurm_list_append(steps.get(), &step);
+    ListPtr clusters(slurm_list_create(nullptr));
+    if (!cluster.empty())
+        slurm_list_append(clusters.get(), const_cast<char*>(cluster.c_str()));
+    slurmdb_job_cond_t cond{};
+    cond.step_list = steps.get();
+    cond.cluster_list = cluster.empty() ? nullptr : clusters.get();
+    cond.flags = JOBCOND_FLAG_NO_STEP | JOBCOND_FLAG_NO_TRUNC;
+    cond.db_flags = SLURMDB_JOB_FLAG_NOTSET;  // 0 would select jobs whose scheduling flags are 0
+
+    ListPtr recs(slurmdb_jobs_get(db.conn, &cond));
+    if (!recs)
+        throw Error("accounting (slurmdbd) refused the query for job " + std::to_string(job_id) + ": " +
+                    slurm_error_text());
+    const uint32_t gpu_id = db_gpu_tres_id(db.conn);
+    std::optional<JobView> out;
+    ListIterator it = slurm_list_iterator_create(recs.get());
+    while (auto* rec = static_cast<slurmdb_job_rec_t*>(slurm_list_next(it))) {
+        // The last record of a requeued job is its latest run.
+        if (rec->jobid == job_id)
+            out = db_job_view(m, *rec, gpu_id);
+    }
+    slurm_list_iterator_destroy(it);
+    return out;
+}
+
+}  // namespace m2g

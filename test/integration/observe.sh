@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# m2g explain, m2g status and m2g job on the real testbed (4 NVL72 racks,
+# every m2g plugin, a signals feed, accounting): the CLI reads slurmctld and
+# slurmdbd through libslurm and says why jobs wait, were deferred or went
+# where they went; status numbers are checked against scontrol/squeue, job
+# GPU-hours against sacct; `m2g status --plot` draws a real PNG.
+# shellcheck source=test/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+M2G=${M2G_BUILDDIR:?}/src/cli/m2g
+T=$TB_TMP
+
+cat >"$T/observe.conf" <<'EOF'
+SignalsFile=@DIR@/run/signals.json
+SignalsStatusFile=@DIR@/run/signals-status.json
+SignalsPollSec=1
+SignalsTTLSec=600
+ReleaseCheckSec=2
+EnergyPricePerKWh=0.25
+EnergyCurrency=EUR
+EOF
+tb_up --racks 4 --conf-extra "$T/observe.conf"
+FEED=$TB_DIR/run/signals.json
+STATUS=$TB_DIR/run/signals-status.json
+
+# write_feed: the feed from $EVENTS (JSON), replaced atomically as an agent would.
+write_feed() {
+	cat >"$FEED.tmp" <<-EOF
+		{"schema": "m2g.signals/v1", "generated_at": $(date +%s), "source": "observe.sh",
+		 "power": {"site": {"budget_kw": 2000, "draw_kw": 100}},
+		 "events": ${EVENTS:-[]}}
+	EOF
+	mv -f "$FEED.tmp" "$FEED"
+}
+# jq-less JSON checks: py 'EXPR' FILE evaluates EXPR with d = the parsed file.
+# show FILE...: the files as "# " lines.
+show() { sed 's/^/#   /' "$@"; }
+py() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($1) else 1)" "$2"; }
+rack_of() { job_nodelist "$1" | sed -E 's/^r([0-9]+).*/nvl\1/'; }
+# used_per_rack: "nvl01 8" lines, GPUs in use per rack from scontrol's GresUsed.
+used_per_rack() {
+	scontrol -d -o show node | sed -nE 's/^NodeName=r([0-9]+)n[0-9]+ .*GresUsed=gpu:([0-9]+).*/\1 \2/p' |
+		awk '{u[$1] += $2} END {for (r in u) printf "nvl%s %d\n", r, u[r]}' | sort
+}
+admin_comment() { squeue -h -t all -j "$1" -O admin_comment:600 | sed 's/ *$//'; }
+
+write_feed
+sleep 3
+ok "grep -q '\"state\": *\"fresh\"' '$STATUS'" "job_submit/m2g has read the feed (status file: fresh)"
+
+# --- usage and errors ----------------------------------------------------------------
+rc=0; "$M2G" explain >/dev/null 2>&1 || rc=$?
+is "$rc" 2 "m2g explain without a job id is a usage error (2)"
+rc=0; "$M2G" explain 4000000000 >"$T/out" 2>"$T/err" || rc=$?
+ok "[[ $rc == 1 ]] && grep -q '4000000000' '$T/err'" "an unknown job: exit 1, and the message names it"
+show "$T/err"
+rc=0; SLURM_CONF=$T/nonexistent.conf "$M2G" status >"$T/out" 2>"$T/err" || rc=$?
+ok "[[ $rc == 1 ]] && grep -q 'SLURM_CONF' '$T/err'" "no slurm.conf: exit 1, naming SLURM_CONF"
+show "$T/err"
+# A copy of the configuration pointing at a port where no slurmctld listens.
+cp -r "$TB_DIR/etc" "$T/etc-dead"
+sed -i -E 's/^SlurmctldPort=.*/SlurmctldPort=9/; s/^MessageTimeout=.*//' "$T/etc-dead/slurm.conf"
+grep -q '^SlurmctldPort=' "$T/etc-dead/slurm.conf" || echo 'SlurmctldPort=9' >>"$T/etc-dead/slurm.conf"
+echo 'MessageTimeout=2' >>"$T/etc-dead/slurm.conf"
+rc=0; SLURM_CONF=$T/etc-dead/slurm.conf timeout 120 "$M2G" status >"$T/out" 2>"$T/err" || rc=$?
+ok "[[ $rc == 1 ]] && grep -q 'cannot reach slurmctld' '$T/err'" "slurmctld down: exit 1, 'cannot reach slurmctld' and Slurm's reason"
+show "$T/err"
+
+# --- every rack partly used; an 18-node strict:nvlink job must wait -----------------------
+f1=$(sbatch --parsable -N2 -w 'r01n[01-02]' --gres=gpu:4 --m2g-class=inference --wrap 'sleep 900')
+f2=$(sbatch --parsable -N1 -w r02n01 --gres=gpu:4 --m2g-class=inference --wrap 'sleep 900')
+f3=$(sbatch --parsable -N1 -w r03n01 --gres=gpu:2 --m2g-class=inference --wrap 'sleep 900')
+f4=$(sbatch --parsable -N3 -w 'r04n[01-03]' --gres=gpu:4 --m2g-class=inference --wrap 'sleep 900')
+for j in $f1 $f2 $f3 $f4; do wait_job_state "$j" RUNNING 60 || true; done
+pl=$(sbatch --parsable -N2 --gres=gpu:4 --m2g-topology=strict:nvlink --m2g-class=finetune --wrap 'sleep 900')
+wait_job_state "$pl" RUNNING 60; ok $? "a 2-node strict:nvlink job runs"
+sw=$(sbatch --parsable -N18 --exclusive --gres=gpu:4 --m2g-topology=strict:nvlink --m2g-class=training \
+	--wrap 'sleep 5')
+sleep 4
+is "$(job_state "$sw")" PENDING "an 18-node strict:nvlink job waits while every rack has a busy node"
+
+# explain: strict-waiting
+used_per_rack >"$T/used.before"
+rc=0; "$M2G" explain "$sw" >"$T/x-wait" 2>"$T/x-wait.err" || rc=$?
+ok "[[ $rc == 0 ]] && grep -qi 'wait' '$T/x-wait'" "explain (strict waiting): says the job waits"
+ok "grep -qi 'strict' '$T/x-wait' && grep -qi 'nvlink' '$T/x-wait'" "explain (strict waiting): names the strict:nvlink request as the reason"
+ev=$(grep -i 'free' "$T/x-wait" | tr '\n' ' ')
+miss=""
+while read -r r u; do [[ $ev =~ $r[^0-9]+$((72 - u))([^0-9]|$) ]] || miss+=" $r:$((72 - u))"; done <"$T/used.before"
+ok "[[ -z '$miss' ]]" "explain (strict waiting): evidence of free GPUs per domain, as scontrol counts them${miss:+ (missing$miss)}"
+ok "grep -qi 'prefer' '$T/x-wait'" "explain (strict waiting): suggests --m2g-topology=prefer"
+diag "m2g explain $sw (strict waiting):"; show "$T/x-wait"
+if [[ -s $T/x-wait.err ]]; then diag "its standard error:"; show "$T/x-wait.err"; fi
+"$M2G" explain "$sw" --json >"$T/x-wait.json" || true
+ok "py '\"verdict\" in d and \"summary\" in d and \"evidence\" in d and \"suggestions\" in d and d[\"job\"] == $sw' '$T/x-wait.json'" \
+	"explain --json parses and has job, verdict, summary, evidence, suggestions"
+ok "py 'd[\"verdict\"] == \"waiting\"' '$T/x-wait.json'" "explain --json: verdict waiting"
+
+# explain: placed
+rack=$(rack_of "$pl")
+rc=0; "$M2G" explain "$pl" >"$T/x-placed" 2>"$T/x-placed.err" || rc=$?
+ok "[[ $rc == 0 ]] && grep -q '$rack' '$T/x-placed'" "explain (placed): names the job's domain ($rack)"
+diag "m2g explain $pl (placed):"; show "$T/x-placed"
+"$M2G" explain "$pl" --json >"$T/x-placed.json" || true
+ok "py 'd[\"verdict\"] in (\"placed\", \"running\")' '$T/x-placed.json'" "explain --json (placed): verdict placed/running"
+
+rc=0; "$M2G" job "$pl" --json >"$T/job-run.json" 2>/dev/null || rc=$?
+ok "[[ $rc == 0 ]] && py 'd[\"gpus\"] == 8 and d[\"runtime_s\"] > 0 and d[\"from\"] == \"slurmctld\"' '$T/job-run.json'" \
+	"m2g job (running): 8 GPUs, runtime so far"
+
+# --- a job that ends: GPU-hours and cost, from slurmctld and then from accounting ---------
+fin=$(sbatch --parsable -N4 --gres=gpu:4 --m2g-class=training --wrap 'sleep 30')
+wait_job_state "$fin" COMPLETED 90
+rc=0; "$M2G" job "$fin" --json >"$T/job1.json" 2>"$T/job1.err" || rc=$?
+ok "[[ $rc == 0 ]] && py 'd[\"gpu_hours\"] > 0 and d[\"from\"] == \"slurmctld\"' '$T/job1.json'" "m2g job (finished, still in slurmctld): GPU-hours, read from slurmctld"
+show "$T/job1.json"
+
+# --- a demand-response event defers a batch job -------------------------------------------
+now=$(date +%s)
+ev_end=$((now + 3600))
+EVENTS="[{\"id\": \"dr-obs\", \"start\": $((now - 60)), \"end\": $ev_end, \"curtail_pct\": 50, \"scope\": \"site\"}]"
+write_feed
+sleep 3
+df=$(sbatch --parsable -N1 --gres=gpu:4 --m2g-class=batch --wrap 'sleep 5')
+sleep 2
+is "$(job_state "$df")/$(squeue -h -j "$df" -o %r)" "PENDING/BeginTime" "during the event a batch job is deferred"
+rc=0; "$M2G" explain "$df" >"$T/x-defer" 2>"$T/x-defer.err" || rc=$?
+ev_end_utc=$(date -u -d "@$ev_end" +%Y-%m-%dT%H:%M:%SZ)
+ok "[[ $rc == 0 ]] && grep -q 'dr-obs' '$T/x-defer'" "explain (deferred): names the event"
+ok "grep -q '$ev_end_utc' '$T/x-defer'" "explain (deferred): gives the event's end time ($ev_end_utc)"
+ok "grep -qi 'automatic' '$T/x-defer'" "explain (deferred): says the job starts automatically"
+diag "m2g explain $df (deferred):"; show "$T/x-defer"
+"$M2G" explain "$df" --json >"$T/x-defer.json" || true
+ok "py 'd[\"verdict\"] == \"deferred\"' '$T/x-defer.json'" "explain --json (deferred): verdict deferred"
+
+# --- m2g status against scontrol/squeue ---------------------------------------------------
+sleep 1
+rc=0; "$M2G" status >"$T/status" 2>"$T/status.err" || rc=$?
+"$M2G" status --json >"$T/status.json" 2>>"$T/status.err" || rc=$?
+ok "[[ $rc == 0 ]] && python3 -c 'import json,sys; json.load(open(sys.argv[1]))' '$T/status.json'" "m2g status and --json run; the JSON parses"
+diag "m2g status:"; show "$T/status"
+ok "! grep -q 'plugin_load_from_file\|undefined symbol' '$T/status.err'" \
+	"libslurm loads select/m2g's select_cons_tres.so in the m2g command without an error (it only forwards there)"
+used_per_rack >"$T/used.scontrol"
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+for x in d["domains"]:
+    print(x["name"], x["gpus_used"])' "$T/status.json" | sort >"$T/used.m2g"
+is "$(cat "$T/used.m2g")" "$(cat "$T/used.scontrol")" "status: GPUs used per domain match scontrol's GresUsed"
+# What the jobs were given: 8, 4, 2, 12 GPUs on nvl01..04, plus 8 for the placed job.
+exp_used() { case $1 in nvl01) echo 8;; nvl02) echo 4;; nvl03) echo 2;; nvl04) echo 12;; esac; }
+want=""
+for r in nvl01 nvl02 nvl03 nvl04; do
+	u=$(exp_used $r); [[ $r == "$rack" ]] && u=$((u + 8))
+	want+="$r $u $((72 - u))"$'\n'
+done
+got=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+for x in d["domains"]:
+    print(x["name"], x["gpus_used"], x["gpus_free"])' "$T/status.json")
+is "$got" "${want%$'\n'}" "status: used/free GPUs per domain are what the jobs took"
+ok "grep -q 'nvl01' '$T/status' && grep -q 'nvl04' '$T/status'" "status (text): one line per domain"
+ok "grep -q 'dr-obs' '$T/status' && py 'any(e[\"id\"] == \"dr-obs\" for e in d[\"active_events\"])' '$T/status.json'" \
+	"status: the active event"
+# Queue depth by class, against squeue.
+sq_pending() { squeue -h -t PD -o '%i' | wc -l; }
+sq_running() { squeue -h -t R -o '%i' | wc -l; }
+ok "py 'sum(q[\"pending\"] for q in d[\"queues\"]) == $(sq_pending) and sum(q[\"running\"] for q in d[\"queues\"]) == $(sq_running)' '$T/status.json'" \
+	"status: pending and running jobs add up to squeue's ($(sq_pending) pending, $(sq_running) running)"
+ok "py '{q[\"class\"]: (q[\"pending\"], q[\"running\"], q[\"deferred\"]) for q in d[\"queues\"]} == {\"inference\": (0, 4, 0), \"finetune\": (0, 1, 0), \"training\": (1, 0, 1), \"batch\": (1, 0, 1)}' '$T/status.json'" \
+	"status: queue depth by class (inference 4 running, finetune 1; training 1 and batch 1 pending, both deferred by the event)"
+ok "grep -qi 'training' '$T/status' && grep -qi 'batch' '$T/status'" "status (text): queues by class"
+
+# --- m2g status --plot ---------------------------------------------------------------------
+rm -f "$T/status.png"
+rc=0; "$M2G" status --plot "$T/status.png" >"$T/plot.out" 2>&1 || rc=$?
+ok "[[ $rc == 0 && -s '$T/status.png' ]]" "status --plot writes a file"
+show "$T/plot.out"
+ok "[[ \$(head -c 8 '$T/status.png' | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]]" "the plot is a PNG (magic bytes)"
+cat >"$T/png.py" <<'EOF'
+# PNG facts without PIL: size from IHDR; distinct colours after zlib and unfiltering.
+import struct, sys, zlib
+data = open(sys.argv[1], "rb").read()
+assert data[:8] == b"\x89PNG\r\n\x1a\n"
+pos, idat, ihdr = 8, b"", None
+while pos < len(data):
+    n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+    body = data[pos + 8:pos + 8 + n]
+    if kind == b"IHDR":
+        ihdr = struct.unpack(">IIBBBBB", body)
+    elif kind == b"IDAT":
+        idat += body
+    pos += 12 + n
+w, h, depth, ctype, _, _, interlace = ihdr
+if sys.argv[2] == "size":
+    print(f"{w}x{h}")
+    sys.exit(0)
+assert depth == 8 and interlace == 0, (depth, interlace)
+bpp = {2: 3, 6: 4, 0: 1, 4: 2}[ctype]
+raw, stride = zlib.decompress(idat), w * bpp
+prev, colours, i = bytearray(stride), set(), 0
+for _ in range(h):
+    f, line = raw[i], bytearray(raw[i + 1:i + 1 + stride])
+    i += 1 + stride
+    for x in range(stride):
+        a = line[x - bpp] if x >= bpp else 0
+        b, c = prev[x], (prev[x - bpp] if x >= bpp else 0)
+        if f == 1: line[x] = (line[x] + a) & 255
+        elif f == 2: line[x] = (line[x] + b) & 255
+        elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
+        elif f == 4:
+            p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+            line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+    for x in range(0, stride, bpp):
+        colours.add(bytes(line[x:x + bpp]))
+    prev = line
+print(len(colours))
+EOF
+is "$(python3 "$T/png.py" "$T/status.png" size 2>&1)" 1600x900 "the PNG's IHDR says 1600x900 (the documented size)"
+ncol=$(python3 "$T/png.py" "$T/status.png" colours 2>&1 || true)
+ok "[[ '$ncol' =~ ^[0-9]+\$ ]] && (( ncol > 8 ))" "the plot is not blank: $ncol distinct colours (> 8)"
+
+# --- m2g job after slurmctld forgot the job: accounting ---------------------------------------
+deadline=$((SECONDS + 90))
+while scontrol -o show job "$fin" >/dev/null 2>&1 && ((SECONDS < deadline)); do sleep 2; done
+ok "! scontrol -o show job $fin" "the finished job has left slurmctld (MinJobAge)"
+rc=0; "$M2G" job "$fin" --json >"$T/job2.json" 2>"$T/job2.err" || rc=$?
+ok "[[ $rc == 0 ]] && py 'd[\"job\"] == $fin and d[\"from\"] == \"accounting\"' '$T/job2.json'" "m2g job (finished, purged from slurmctld) reads accounting"
+show "$T/job2.json"
+el=$(sacct_field "$fin" ElapsedRaw)
+ag=$(sacct_field "$fin" AllocTRES | tr ',' '\n' | sed -n 's/^gres\/gpu=//p')
+diag "sacct: ElapsedRaw=$el s, gres/gpu=$ag"
+for f in job1 job2; do
+	ok "py 'abs(d[\"gpu_hours\"] - $el * $ag / 3600.0) <= 0.05 * $el * $ag / 3600.0' '$T/$f.json'" \
+		"m2g job ($f): GPU-hours within 5% of sacct's elapsed x GPUs ($el s x $ag)"
+done
+ok "py 'd[\"cost\"] > 0 and abs(d[\"cost\"] - d[\"energy_kwh\"] * 0.25) <= 0.005 + 1e-9 and d[\"currency\"] == \"EUR\"' '$T/job2.json'" \
+	"m2g job: cost = energy x EnergyPricePerKWh (0.25 EUR/kWh)"
+rc=0; "$M2G" job "$fin" >"$T/job2.txt" 2>"$T/job2.err" || rc=$?
+ok "[[ $rc == 0 ]] && grep -qi 'gpu-hours\\|gpu hours' '$T/job2.txt' && grep -q 'EUR' '$T/job2.txt'" "m2g job (text): GPU-hours and cost in EUR"
+diag "m2g job $fin:"; show "$T/job2.txt"
+
+rc=0; "$M2G" explain "$fin" --json >"$T/x-done.json" 2>"$T/x-done.err" || rc=$?
+ok "[[ $rc == 0 ]] && py 'd[\"verdict\"] == \"done\"' '$T/x-done.json'" "explain of a job only accounting still has: verdict done"
+
+scancel "$f1" "$f2" "$f3" "$f4" "$pl" "$sw" "$df"
+done_testing
