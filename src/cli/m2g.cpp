@@ -8,6 +8,8 @@
 //   m2g topology locate FILE HOSTLIST
 //   m2g recipe list|show NAME|validate [--catalog FILE]
 //   m2g place --topology FILE [--state STATE.json] --request REQ [--json]
+//   m2g simulate --topology FILE --trace FILE [--policy m2g|tree|block|firstfit]
+//                [--scale-gpus K] [--load L] [--seed S] [--json]
 //   m2g signals validate [--conf M2G.CONF] [--at TIME] FILE
 //   m2g signals show [--conf M2G.CONF] [--status FILE | --file FEED] [--at TIME] [--json]
 //   m2g explain JOBID [--json] [--conf M2G.CONF]          (a running Slurm: SLURM_CONF)
@@ -41,6 +43,8 @@
 #include "topology/placement.hpp"
 #include "topology/recipes.hpp"
 #include "topology/signals.hpp"
+#include "topology/sim.hpp"
+#include "topology/trace.hpp"
 #include "topology/well_known.hpp"
 #include "topology/span.hpp"
 #include "topology/status.hpp"
@@ -177,6 +181,27 @@ SignalsSource read_signals_source(const m2g::Model& m, const std::string& conf, 
     return src;
 }
 
+// `m2g simulate`: replay a trace on the model with one placement policy.
+struct SimulateArgs {
+    std::string topology, trace, policy = "m2g";
+    m2g::SimOptions opts;
+    bool json = false;
+};
+
+void run_simulate(const SimulateArgs& a)
+{
+    std::vector<std::string> warnings;
+    const m2g::Model m = m2g::load_model(a.topology, &warnings);
+    print_warnings(warnings, a.topology);
+    const m2g::Trace t = m2g::read_trace(a.trace);
+    if (t.skipped)
+        std::cerr << "m2g: " << a.trace << ": skipped " << plural(t.skipped, "job", "jobs")
+                  << " with unknown run time or no processors\n";
+    m2g::SimOptions o = a.opts;
+    o.policy = m2g::parse_sim_policy(a.policy);
+    std::cout << m2g::format_sim_result(m2g::simulate(m, t, o), a.json);
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -236,6 +261,20 @@ int main(int argc, char** argv)
     place->add_option("--state", state_file, "JSON: busy, drained, degraded nodes; NVLink-fault and over-limit domains");
     place->add_option("--request", request, "e.g. gpus=72,topology=strict:nvlink or nodes=36,segment=18")->required();
     place->add_flag("--json", as_json, "one JSON object");
+
+    SimulateArgs sim;
+    auto* simulate = app.add_subcommand(
+        "simulate", "Replay a job trace (Philly CSV or SWF) with FCFS + EASY backfill under a placement policy");
+    simulate->add_option("--topology", sim.topology, "m2g.conf")->required();
+    simulate->add_option("--trace", sim.trace, "Philly CSV (../shared/data) or SWF (*.swf)")->required();
+    simulate->add_option("--policy", sim.policy, "m2g (the production engine), tree, block or firstfit")
+        ->check(CLI::IsMember({"m2g", "tree", "block", "firstfit"}));
+    simulate->add_option("--scale-gpus", sim.opts.scale_gpus, "multiply every job's GPUs by K")
+        ->check(CLI::Range(1, 4096));
+    simulate->add_option("--load", sim.opts.load, "scale arrivals to this offered load (0: as recorded)")
+        ->check(CLI::Range(0.0, 1000.0));
+    simulate->add_option("--seed", sim.opts.seed, "shuffle jobs submitted in the same second (0: trace order)");
+    simulate->add_flag("--json", sim.json, "one JSON object");
 
     auto* sig = app.add_subcommand("signals", "Validate and show the live signals feed (doc/signals.md)");
     sig->require_subcommand(1);
@@ -323,6 +362,8 @@ int main(int argc, char** argv)
             std::cout << m2g::format_placement(m, p, as_json);
             if (!p.ok)
                 return kExitWouldWait;
+        } else if (*simulate) {
+            run_simulate(sim);
         } else if (*svalidate || *sshow) {
             if (conf.empty())
                 conf = m2g::conf_path(kDefaultConf);

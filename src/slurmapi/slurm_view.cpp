@@ -100,9 +100,16 @@ int gres_gpus(std::string_view s)
         }
         std::string_view item = s.substr(i, j - i);
         i = j + 1;
-        if (const auto paren = item.find('('); paren != std::string_view::npos)
-            item = item.substr(0, paren);
-        if (item.substr(0, 4) != "gpu:" && item != "gpu")
+        // Strip a trailing "(S:0-1)" / "(IDX:0-3)" only: an untyped GPU's
+        // type prints as "(null)" ("gpu:(null):4(IDX:0-3)").
+        if (!item.empty() && item.back() == ')')
+            if (const auto paren = item.rfind('('); paren != std::string_view::npos)
+                item = item.substr(0, paren);
+        if (item == "gpu") {
+            total += 1;  // a bare "gpu" is one, as in Slurm
+            continue;
+        }
+        if (item.substr(0, 4) != "gpu:")
             continue;
         const auto colon = item.rfind(':');
         const std::string_view n = item.substr(colon + 1);
@@ -229,9 +236,10 @@ NodeView node_view(const Model& m, int idx, const node_info_t& n)
     v.known = true;
     const uint32_t st = n.node_state;
     const uint32_t base = st & NODE_STATE_BASE;
+    // Powered down (power saving) and powering up are capacity Slurm wakes
+    // for jobs: not down.
     v.down = base == NODE_STATE_DOWN || base == NODE_STATE_UNKNOWN || base == NODE_STATE_FUTURE ||
-             (st & (NODE_STATE_FAIL | NODE_STATE_NO_RESPOND | NODE_STATE_POWERED_DOWN | NODE_STATE_POWERING_DOWN |
-                    NODE_STATE_POWERING_UP | NODE_STATE_INVALID_REG)) != 0;
+             (st & (NODE_STATE_FAIL | NODE_STATE_NO_RESPOND | NODE_STATE_POWERING_DOWN | NODE_STATE_INVALID_REG)) != 0;
     v.drained = (st & NODE_STATE_DRAIN) != 0;
     v.gpus_total = gres_gpus(str(n.gres));
     if (v.gpus_total == 0)
@@ -242,7 +250,17 @@ NodeView node_view(const Model& m, int idx, const node_info_t& n)
 }
 
 struct NodeMsgFree {
-    void operator()(node_info_msg_t* p) const { slurm_free_node_info_msg(p); }
+    void operator()(node_info_msg_t* p) const
+    {
+        // 22.05's slurm_free_node_info_members() forgets these three, which
+        // a long-running m2g-exporter would lose on every refresh.
+        for (uint32_t i = 0; p && i < p->record_count; ++i) {
+            slurm_xfree(reinterpret_cast<void**>(&p->node_array[i].bcast_address));
+            slurm_xfree(reinterpret_cast<void**>(&p->node_array[i].comment));
+            slurm_xfree(reinterpret_cast<void**>(&p->node_array[i].extra));
+        }
+        slurm_free_node_info_msg(p);
+    }
 };
 // 22.05's slurm_free_job_info_msg() leaves five strings of each job
 // behind (slurm_free_job_info_members() forgets them): admin_comment, where

@@ -2,6 +2,7 @@
 #include "topology/stats.hpp"
 
 #include <json-c/json.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -303,10 +304,21 @@ StatsSnapshot parse_stats_json(const std::string& text, const std::string& file)
 void write_stats_file(const std::string& path, const StatsSnapshot& s)
 {
     const std::string text = stats_to_json(s);
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    FILE* f = std::fopen(tmp.c_str(), "w");
-    if (!f)
-        throw Error(tmp + ": cannot create: " + std::strerror(errno) + " (is StatsDir= a writable directory?)");
+    // A fresh temporary name (mkstemp: O_EXCL, never through a symlink), so
+    // nobody who can write StatsDir= can make slurmctld truncate another file.
+    std::string tmp = path + ".XXXXXX";
+    const int fd = ::mkstemp(tmp.data());
+    if (fd < 0)
+        throw Error(path + ": cannot create a temporary file next to it: " + std::strerror(errno) +
+                    " (is StatsDir= a writable directory?)");
+    ::fchmod(fd, 0644);
+    FILE* f = ::fdopen(fd, "w");
+    if (!f) {
+        const int e = errno;
+        ::close(fd);
+        std::remove(tmp.c_str());
+        throw Error(tmp + ": cannot open: " + std::strerror(e));
+    }
     const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
     const int werr = errno;
     if (std::fclose(f) != 0 || !wrote) {

@@ -102,7 +102,7 @@ std::vector<std::weak_ptr<Shared>> g_threads;  // every release thread started, 
 // counts and times submissions, the release thread counts releases and
 // re-deferrals and publishes. Process-wide, so counts survive reconfigure.
 m2g::Counters g_stats(m2g::kw::kPluginAdmission, time(nullptr));
-bool g_stats_failed = false;  // release thread only: the last write failed (logged once)
+std::atomic<bool> g_stats_failed{false};  // release thread only: the last write failed (logged once)
 
 m2g::AdmissionVerdict counted_as(m2g::Verdict v)
 {
@@ -446,7 +446,14 @@ bool reevaluate(Pass& pass, job_record_t* job)
         return false;
 
     m2g::Decision d;
-    m2g::JobIntent r_intent = m2g::decode_intent(env_vector(job->spank_job_env, job->spank_job_env_size));
+    m2g::JobIntent r_intent;
+    try {
+        r_intent = m2g::decode_intent(env_vector(job->spank_job_env, job->spank_job_env_size));
+    } catch (const std::exception& e) {
+        // An environment this m2g cannot read (an older or newer m2g wrote
+        // it): decide on the defaults rather than keep the job forever.
+        debug("%sJobId=%u: %s; deciding with the defaults", kLog, job->job_id, e.what());
+    }
     if (mode != m2g::AdmissionMode::Enforce) {
         // Admission=monitor or off now: m2g lets go of what it holds.
         d.verdict = m2g::Verdict::Admit;

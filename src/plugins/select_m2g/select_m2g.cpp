@@ -17,7 +17,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
+#include <mutex>
+#include <thread>
 #include <cstdint>
 #include <cstdlib>
 #include <ctime>
@@ -174,7 +177,7 @@ State g;
 // Decision counters for m2g-exporter (StatsDir=/select.json), kept across
 // reconfigures; the write is logged once per failure streak.
 m2g::Counters g_stats(m2g::kw::kPluginSelect, time(nullptr));
-bool g_stats_failed = false;
+void start_stats_writer(const std::string& dir);
 
 void log_line(m2g::LogLevel level, const std::string& msg)
 {
@@ -216,6 +219,7 @@ void load_model()
         g.started.clear();
         g.pacer.clear();
         const m2g::AdmissionPolicy& ap = g.model->admission;
+        start_stats_writer(ap.stats_dir);
         if (!ap.signals_file.empty()) {
             g.feed = std::make_unique<m2g::SignalFeed>(ap.signals_file, ap.signals_ttl_sec, ap.failsafe, *g.model,
                                                        log_line);
@@ -413,12 +417,19 @@ void record_job_start(job_record_t* job)
         const double node_kw = gpn * m2g::power_w_per_gpu(g.model->admission, intent) / 1000.0;
         const int last = bit_fls(job->node_bitmap);
         int started = 0;
+        std::vector<int> placed;
         for (int i = bit_ffs(job->node_bitmap); i >= 0 && i <= last && i < node_record_count; ++i) {
             if (!bit_test(job->node_bitmap, i) || g.slurm_to_model[i] < 0)
                 continue;
             ++started;
+            placed.push_back(g.slurm_to_model[i]);
             g.started.push_back({now, g.model->nodes[g.slurm_to_model[i]].domain, node_kw});
         }
+        // Placement quality counts real starts only (a successful test may
+        // still not start: preemption, a later failure).
+        if (!placed.empty())
+            g_stats.placement(m2g::domains_spanned(*g.model, placed),
+                              m2g::fits_one_domain(*g.model, static_cast<int>(placed.size())));
         const m2g::SignalsView view = g.feed ? g.feed->view(now) : m2g::SignalsView{};
         if (!m2g::active_events(view.snap.get(), now).empty())
             g.pacer.book(g.model->admission, now, gpn * started, node_kw * started);
@@ -427,48 +438,78 @@ void record_job_start(job_record_t* job)
     }
 }
 
-// Write the counters to StatsDir (if set) when kStatsPublishSec have passed
-// since the last write, or at once with `force`.
-void publish_stats(bool force)
-{
-    if (!g.model || g.model->admission.stats_dir.empty())
-        return;
-    const int64_t now = time(nullptr);
-    if (!force && !g_stats.publish_due(now, m2g::kw::kStatsPublishSec))
-        return;
-    try {
-        m2g::write_stats_file(m2g::stats_path(g.model->admission.stats_dir, m2g::kw::kPluginSelect),
-                              g_stats.snapshot(now));
-        if (g_stats_failed)
-            info("%scounters written to StatsDir=%s again", kLog, g.model->admission.stats_dir.c_str());
-        g_stats_failed = false;
-    } catch (const std::exception& e) {
-        if (!g_stats_failed)
-            error("%s%s; m2g-exporter will not see select/m2g's counters until this is fixed", kLog, e.what());
-        g_stats_failed = true;
+// The counters go to StatsDir= from a thread of their own: file I/O never
+// runs under slurmctld's scheduling locks.
+class StatsWriter {
+  public:
+    void start(const std::string& dir)
+    {
+        stop();
+        if (dir.empty())
+            return;
+        path_ = m2g::stats_path(dir, m2g::kw::kPluginSelect);
+        stop_ = false;
+        thread_ = std::thread([this] {
+            std::unique_lock<std::mutex> lk(mu_);
+            for (;;) {
+                cv_.wait_for(lk, std::chrono::seconds(m2g::kw::kStatsPublishSec), [this] { return stop_; });
+                const bool last = stop_;
+                lk.unlock();
+                write();
+                lk.lock();
+                if (last)
+                    return;
+            }
+        });
     }
+    // Stops the thread after one last write (the final counts).
+    void stop()
+    {
+        if (!thread_.joinable())
+            return;
+        {
+            std::lock_guard<std::mutex> lk(mu_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
+
+  private:
+    void write()
+    {
+        try {
+            m2g::write_stats_file(path_, g_stats.snapshot(time(nullptr)));
+            if (failed_)
+                info("%scounters written to %s again", kLog, path_.c_str());
+            failed_ = false;
+        } catch (const std::exception& e) {
+            if (!failed_)
+                error("%s%s; m2g-exporter will not see select/m2g's counters until this is fixed", kLog, e.what());
+            failed_ = true;
+        }
+    }
+    std::thread thread_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool stop_ = false;
+    bool failed_ = false;  // writer thread only
+    std::string path_;
+};
+StatsWriter* g_stats_writer = new StatsWriter;  // never destroyed: no joinable thread at exit
+
+void start_stats_writer(const std::string& dir)
+{
+    g_stats_writer->start(dir);
 }
 
 // Count one select_p_job_test: its verdict and time; a job placed now
 // (run-now mode) also by the NVLink domains it spans.
-void record_decision(m2g::SelectVerdict verdict, std::chrono::steady_clock::time_point t0, uint16_t mode, int rc,
-                     bitstr_t* bitmap) noexcept
+void record_decision(m2g::SelectVerdict verdict, std::chrono::steady_clock::time_point t0) noexcept
 {
     try {
         const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
         g_stats.decision(verdict, ns.count());
-        if (SELECT_IS_MODE_RUN_NOW(mode) && rc == SLURM_SUCCESS && g.model && bitmap) {
-            map_nodes();  // also for jobs that never reached m2g's placement (-w, --contiguous)
-            std::vector<int> placed;
-            const int last = bit_fls(bitmap);
-            for (int i = bit_ffs(bitmap); i >= 0 && i <= last && i < node_record_count; ++i)
-                if (bit_test(bitmap, i) && g.slurm_to_model[i] >= 0)
-                    placed.push_back(g.slurm_to_model[i]);
-            if (!placed.empty())
-                g_stats.placement(m2g::domains_spanned(*g.model, placed),
-                                  m2g::fits_one_domain(*g.model, static_cast<int>(placed.size())));
-        }
-        publish_stats(false);
     } catch (...) {
         // Counting never fails a placement.
     }
@@ -507,7 +548,7 @@ extern "C" int fini(void)
     auto stock_fini = reinterpret_cast<int (*)(void)>(dlsym(g_handle, "fini"));
     const int rc = stock_fini ? stock_fini() : SLURM_SUCCESS;
     if (!client_only() && running_in_slurmctld())
-        publish_stats(true);  // the last counts before slurmctld stops
+        g_stats_writer->stop();  // writes the last counts before slurmctld stops
     if (g.feed)
         g.feed->stop();
     g.feed.reset();
@@ -681,7 +722,7 @@ extern "C" int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32
     m2g::SelectVerdict verdict = m2g::SelectVerdict::Stock;
     const int rc = job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
                             preemptee_job_list, exc_core_bitmap, verdict);
-    record_decision(verdict, t0, mode, rc, bitmap);
+    record_decision(verdict, t0);
     return rc;
 }
 

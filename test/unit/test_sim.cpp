@@ -1,0 +1,302 @@
+// The simulator on hand-checked traces (test/fixtures/sim/): for every
+// policy the exact queue order, placements and metrics, worked out by hand
+// on tiny.conf (8 nodes x 4 GPUs, four 2-node NVLink domains, two leaves).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "topology/config.hpp"
+#include "topology/error.hpp"
+#include "topology/sim.hpp"
+#include "topology/trace.hpp"
+
+using namespace m2g;
+
+namespace {
+
+const std::string kDir = M2G_FIXTURES "/sim/";
+
+SimResult run(const std::string& trace, SimPolicy p, SimOptions o = {})
+{
+    static const Model m = load_model(kDir + "tiny.conf");
+    o.policy = p;
+    return simulate(m, read_trace(kDir + trace), o);
+}
+
+const SimJobResult& job(const SimResult& r, const std::string& id)
+{
+    for (const SimJobResult& j : r.job_results)
+        if (j.id == id)
+            return j;
+    throw Error("no job " + id);
+}
+
+// Node indices in tiny.conf: n1 is 0, ..., n8 is 7.
+using Nodes = std::vector<int>;
+
+const SimPolicy kAll[] = {SimPolicy::M2G, SimPolicy::Tree, SimPolicy::Block, SimPolicy::FirstFit};
+
+}  // namespace
+
+TEST(SimPolicyName, ParsesAndRejects)
+{
+    for (SimPolicy p : kAll)
+        EXPECT_EQ(parse_sim_policy(to_string(p)), p);
+    try {
+        parse_sim_policy("best");
+        FAIL();
+    } catch (const ParseError& e) {
+        EXPECT_NE(std::string(e.what()).find("m2g, tree, block or firstfit"), std::string::npos);
+    }
+}
+
+// a (1 node), b (2 nodes), c (3 nodes), all at t=0 for 100 s.
+//   m2g:      a n1 (best-fit d1), b d2 = n3 n4, c under leaf2 = n5 n6 n7
+//   tree:     a n1, b leaf1's first free = n2 n3 (d1+d2), c leaf2 = n5 n6 n7
+//   block:    a d1, b d2, c the 2-block aggregate {d3,d4} = n5 n6 n7
+//   firstfit: a n1, b n2 n3, c n4 n5 n6 (two leaves)
+TEST(SimPlacement, EachPolicyExact)
+{
+    struct Want {
+        SimPolicy p;
+        Nodes a, b, c;
+        double containment, leaf_span;
+    } wants[] = {
+        {SimPolicy::M2G, {0}, {2, 3}, {4, 5, 6}, 1.0, 1.0},
+        {SimPolicy::Tree, {0}, {1, 2}, {4, 5, 6}, 0.5, 1.0},
+        {SimPolicy::Block, {0}, {2, 3}, {4, 5, 6}, 1.0, 1.0},
+        {SimPolicy::FirstFit, {0}, {1, 2}, {3, 4, 5}, 0.5, 4.0 / 3},
+    };
+    for (const Want& w : wants) {
+        SCOPED_TRACE(to_string(w.p));
+        const SimResult r = run("placement.csv", w.p);
+        EXPECT_EQ(r.policy, to_string(w.p));
+        EXPECT_EQ(r.jobs, 3);
+        EXPECT_EQ(job(r, "a").placed, w.a);
+        EXPECT_EQ(job(r, "b").placed, w.b);
+        EXPECT_EQ(job(r, "c").placed, w.c);
+        for (const char* id : {"a", "b", "c"})
+            EXPECT_EQ(job(r, id).start, 0);
+        EXPECT_EQ(job(r, "c").domain_lb, 2);
+        EXPECT_EQ(job(r, "c").domains, 2);
+        EXPECT_EQ(r.fit_one_domain, 2);
+        EXPECT_DOUBLE_EQ(r.containment, w.containment);
+        EXPECT_EQ(r.multi_domain_jobs, 1);
+        EXPECT_DOUBLE_EQ(r.span_ratio, 1.0);
+        EXPECT_DOUBLE_EQ(r.leaf_span_ratio, w.leaf_span);
+        EXPECT_DOUBLE_EQ(r.utilisation, 24.0 * 100 / (32 * 100));  // 24 of 32 GPUs for the whole run
+        EXPECT_DOUBLE_EQ(r.node_utilisation, 0.75);
+        EXPECT_DOUBLE_EQ(r.stranded_gpus, 0);
+        EXPECT_DOUBLE_EQ(r.makespan_s, 100);
+        EXPECT_DOUBLE_EQ(r.all.delay_mean, 0);
+        EXPECT_EQ(r.cap_violations, 0);
+    }
+}
+
+// j0 (6 nodes, 0..100); j1 (8 nodes, at 1) must wait for j0: reservation
+// at 100, no spare nodes then. j2 (2 nodes, 50 s) ends by 100: backfilled
+// at 2 onto n7 n8. j3 (2 nodes, 200 s) would not end by 100 and the
+// reservation leaves no spare node: it waits behind j1 although n7 n8 are
+// free from 52 to 100. Queue order: j0@0, j2@2, j1@100, j3@110.
+TEST(SimBackfill, EasyReservationEveryPolicy)
+{
+    for (SimPolicy p : kAll) {
+        SCOPED_TRACE(to_string(p));
+        const SimResult r = run("backfill.csv", p);
+        EXPECT_EQ(job(r, "j0").start, 0);
+        EXPECT_EQ(job(r, "j2").start, 2);
+        EXPECT_EQ(job(r, "j1").start, 100);
+        EXPECT_EQ(job(r, "j3").start, 110);
+        EXPECT_EQ(job(r, "j3").end, 310);
+        EXPECT_TRUE(job(r, "j2").backfilled);
+        EXPECT_FALSE(job(r, "j3").backfilled);
+        EXPECT_EQ(r.backfilled, 1);
+        EXPECT_EQ(job(r, "j0").placed, (Nodes{0, 1, 2, 3, 4, 5}));
+        EXPECT_EQ(job(r, "j2").placed, (Nodes{6, 7}));
+        EXPECT_EQ(job(r, "j1").placed, (Nodes{0, 1, 2, 3, 4, 5, 6, 7}));
+        EXPECT_EQ(job(r, "j3").placed, (Nodes{0, 1}));
+        EXPECT_DOUBLE_EQ(r.makespan_s, 310);
+        // Queue non-empty with 2 idle nodes (8 GPUs) over [1,2) and [52,100).
+        EXPECT_DOUBLE_EQ(r.stranded_gpus, (8.0 * 1 + 8.0 * 48) / (32 * 310));
+        EXPECT_DOUBLE_EQ(r.utilisation, (24.0 * 100 + 32 * 10 + 8 * 50 + 8 * 200) / (32 * 310));
+        EXPECT_DOUBLE_EQ(r.all.delay_mean, (0 + 99 + 0 + 107) / 4.0);
+        EXPECT_DOUBLE_EQ(r.all.delay_p95, 107);
+        EXPECT_DOUBLE_EQ(r.all.delay_p99, 107);
+        EXPECT_DOUBLE_EQ(r.all.completion_mean, (100 + 109 + 50 + 307) / 4.0);
+        EXPECT_DOUBLE_EQ(r.all.completion_p99, 307);
+        ASSERT_EQ(r.classes.size(), 3u);
+        EXPECT_EQ(r.classes[0].jobs, 0);  // node
+        EXPECT_EQ(r.classes[1].jobs, 2);  // domain: j2, j3
+        EXPECT_DOUBLE_EQ(r.classes[1].delay_mean, 107 / 2.0);
+        EXPECT_EQ(r.classes[2].jobs, 2);  // multi-domain: j0, j1
+        EXPECT_DOUBLE_EQ(r.classes[2].delay_p99, 99);
+        EXPECT_DOUBLE_EQ(r.span_ratio, 1.0);
+    }
+}
+
+// Five jobs fill the cluster but n8; j0 ends at 100 and frees n1. j5 (2
+// nodes) could then run on n1 + n8, two NVLink domains. The baselines
+// start it at 100; m2g (prefer:nvlink, PreferWaitSec 300 by default) holds
+// it for a whole domain until its wait is over at 300, then takes n1 + n8.
+TEST(SimIntent, M2GHoldsForADomainUntilPreferWaitEnds)
+{
+    for (SimPolicy p : kAll) {
+        SCOPED_TRACE(to_string(p));
+        const SimResult r = run("intent.csv", p);
+        const double start = p == SimPolicy::M2G ? 300 : 100;
+        EXPECT_EQ(job(r, "j0").placed, Nodes{0});
+        EXPECT_EQ(job(r, "j1").placed, Nodes{1});
+        EXPECT_EQ(job(r, "j2").placed, (Nodes{2, 3}));
+        EXPECT_EQ(job(r, "j3").placed, (Nodes{4, 5}));
+        EXPECT_EQ(job(r, "j4").placed, Nodes{6});
+        EXPECT_EQ(job(r, "j5").placed, (Nodes{0, 7}));
+        EXPECT_EQ(job(r, "j5").start, start);
+        EXPECT_EQ(job(r, "j5").domains, 2);
+        EXPECT_DOUBLE_EQ(r.containment, 5.0 / 6);
+        EXPECT_DOUBLE_EQ(r.makespan_s, 1000);
+        // n8 idle over [0,100) while j5 waits; m2g also leaves n1 + n8 idle to 300.
+        const double stranded = 4.0 * 100 + (p == SimPolicy::M2G ? 8.0 * 200 : 0);
+        EXPECT_DOUBLE_EQ(r.stranded_gpus, stranded / (32 * 1000));
+        EXPECT_DOUBLE_EQ(r.all.delay_mean, start / 6);
+        EXPECT_DOUBLE_EQ(r.all.delay_p99, start);
+    }
+}
+
+TEST(SimOptions, ScaleGpusRoundsUpToNodesAndRejectsWhatNeverFits)
+{
+    SimOptions o;
+    o.scale_gpus = 2;
+    SimResult r = run("placement.csv", SimPolicy::FirstFit, o);
+    EXPECT_EQ(job(r, "a").nodes, 2);
+    EXPECT_EQ(job(r, "b").nodes, 4);
+    EXPECT_EQ(job(r, "c").nodes, 6);
+    EXPECT_EQ(job(r, "c").start, 100);  // 12 nodes asked of 8: c waits for a and b
+    o.scale_gpus = 4;                   // c: 48 GPUs = 12 nodes > 8
+    r = run("placement.csv", SimPolicy::M2G, o);
+    EXPECT_EQ(r.rejected, 1);
+    EXPECT_EQ(r.jobs, 2);
+    EXPECT_EQ(job(r, "c").start, -1);
+    EXPECT_EQ(job(r, "b").start, 100);  // a and b (8 nodes each... a 4, b 8) run one after the other
+    o.scale_gpus = 0;
+    EXPECT_THROW(run("placement.csv", SimPolicy::M2G, o), Error);
+}
+
+// Offered load = node-seconds / (nodes x submit span): 1180 / (8 x 3).
+TEST(SimOptions, LoadScalesInterArrivalTimes)
+{
+    SimOptions o;
+    o.load = 0.5;
+    const SimResult r = run("backfill.csv", SimPolicy::M2G, o);
+    const double factor = 1180.0 / (8 * 3) / 0.5;
+    EXPECT_DOUBLE_EQ(r.arrival_factor, factor);
+    EXPECT_DOUBLE_EQ(r.offered_load, 0.5);
+    EXPECT_DOUBLE_EQ(job(r, "j3").submit, 3 * factor);
+    EXPECT_DOUBLE_EQ(job(r, "j1").submit, factor);
+    EXPECT_DOUBLE_EQ(job(r, "j1").start, 100);  // 98.3: j0 still holds 6 nodes until 100
+    EXPECT_DOUBLE_EQ(job(r, "j2").start, 2 * factor);  // by then nothing runs
+    EXPECT_EQ(r.backfilled, 0);
+    EXPECT_THROW(run("placement.csv", SimPolicy::M2G, o), Error);  // all submitted at once: no span to scale
+}
+
+TEST(SimOptions, SeedShufflesOnlySameSecondSubmits)
+{
+    auto ids = [](const SimResult& r) {
+        std::vector<std::string> v;
+        for (const auto& j : r.job_results)
+            v.push_back(j.id);
+        return v;
+    };
+    const std::vector<std::string> trace_order = {"j0", "j1", "j2", "j3", "j4", "j5"};
+    EXPECT_EQ(ids(run("intent.csv", SimPolicy::M2G)), trace_order);
+    SimOptions o;
+    o.seed = 7;
+    const auto a = ids(run("intent.csv", SimPolicy::M2G, o)), b = ids(run("intent.csv", SimPolicy::M2G, o));
+    EXPECT_EQ(a, b);
+    EXPECT_NE(a, trace_order);
+    EXPECT_TRUE(std::is_permutation(a.begin(), a.end(), trace_order.begin()));
+    EXPECT_EQ(ids(run("backfill.csv", SimPolicy::M2G, o)), (std::vector<std::string>{"j0", "j1", "j2", "j3"}));
+}
+
+TEST(SimFormat, JsonHasTheAgreedKeys)
+{
+    const std::string j = format_sim_result(run("backfill.csv", SimPolicy::Tree), true);
+    for (const char* k : {"\"policy\":\"tree\"", "\"jobs\":4", "\"containment\":", "\"span_ratio\":",
+                          "\"stranded_gpus\":", "\"utilisation\":", "\"queue_delay_mean_s\":51.5",
+                          "\"queue_delay_p99_s\":107", "\"cap_violations\":0", "\"sim_jobs_per_s\":",
+                          "\"size_classes\":[{\"class\":\"node\""})
+        EXPECT_NE(j.find(k), std::string::npos) << k << " in " << j;
+    EXPECT_EQ(j.back(), '\n');
+    const std::string t = format_sim_result(run("backfill.csv", SimPolicy::Tree), false);
+    EXPECT_NE(t.find("policy: tree\n"), std::string::npos);
+    EXPECT_NE(t.find("1 backfilled"), std::string::npos);
+}
+
+TEST(SimBlock, NeedsEveryNodeInADomain)
+{
+    const Model m = build_model(parse_m2g_conf("NodeName=x[1-2] Gpus=8\nSwitchName=s Nodes=x[1-2]\n", "t"));
+    Trace t;
+    t.jobs.push_back({"one", 0, 10, 8});
+    SimOptions o;
+    o.policy = SimPolicy::Block;
+    EXPECT_THROW(simulate(m, t, o), Error);
+    o.policy = SimPolicy::Tree;  // the others place nodes outside domains
+    const SimResult r = simulate(m, t, o);
+    EXPECT_EQ(r.job_results[0].placed, Nodes{0});
+    EXPECT_EQ(r.job_results[0].domains, 1);
+}
+
+TEST(Trace, PhillyColumnsByName)
+{
+    const Trace t = parse_philly_csv("num_gpus,job_id,x,duration_s,submit_s\n8,p1,q,30.5,12\n\n1,p2,q,0,12\n", "p.csv");
+    EXPECT_EQ(t.format, "philly");
+    ASSERT_EQ(t.jobs.size(), 2u);
+    EXPECT_EQ(t.jobs[0].id, "p1");
+    EXPECT_EQ(t.jobs[0].gpus, 8);
+    EXPECT_DOUBLE_EQ(t.jobs[0].duration, 30.5);
+    EXPECT_DOUBLE_EQ(t.jobs[1].submit, 12);
+}
+
+TEST(Trace, PhillyErrorsNameTheLine)
+{
+    auto error = [](const std::string& text) {
+        try {
+            parse_philly_csv(text, "p.csv");
+        } catch (const ParseError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    const std::string h = "job_id,submit_s,duration_s,num_gpus\n";
+    EXPECT_EQ(error(h + "a,0,10,1\na,0,10,1.5\n"),
+              "p.csv:3: num_gpus '1.5': expected a whole number from 1 to 1000000");
+    EXPECT_EQ(error(h + "a,-1,10,1\n"), "p.csv:2: submit_s '-1': expected seconds, 0 or more");
+    EXPECT_EQ(error(h + "a,0,ten,1\n"), "p.csv:2: duration_s 'ten': expected seconds, 0 or more");
+    EXPECT_EQ(error(h + "a,0,10\n"), "p.csv:2: 3 fields, the header has 4");
+    EXPECT_NE(error("id,submit\n").find("p.csv:1: the header must name the columns"), std::string::npos);
+    EXPECT_NE(error("").find("empty trace"), std::string::npos);
+}
+
+TEST(Trace, SwfSkipsUnknownRunTimesAndReadsProcessors)
+{
+    const Trace t = read_trace(kDir + "tiny.swf");
+    EXPECT_EQ(t.format, "swf");
+    EXPECT_EQ(t.skipped, 1);  // job 2: run time -1
+    ASSERT_EQ(t.jobs.size(), 3u);
+    EXPECT_EQ(t.jobs[0].gpus, 4);
+    EXPECT_EQ(t.jobs[1].gpus, 8);  // requested processors
+    EXPECT_EQ(t.jobs[2].gpus, 6);  // requested unknown: allocated
+    EXPECT_DOUBLE_EQ(t.jobs[2].submit, 20);
+    EXPECT_DOUBLE_EQ(t.jobs[2].duration, 30);
+    try {
+        parse_swf("; c\n1 0 0 10 4\n", "w.swf");
+        FAIL();
+    } catch (const ParseError& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "w.swf:2: 5 fields; an SWF job line has 18 (job, submit, wait, run time, processors, ...)");
+    }
+    const SimResult r = simulate(load_model(kDir + "tiny.conf"), t, SimOptions{});
+    EXPECT_EQ(r.jobs, 3);
+    EXPECT_EQ(r.job_results[1].start, 10);  // 2 nodes next to job 1's one
+}
