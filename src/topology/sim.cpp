@@ -11,8 +11,13 @@
 #include <queue>
 #include <random>
 #include <set>
+#include <tuple>
 
+#include "topology/admission.hpp"
+#include "topology/config.hpp"
 #include "topology/error.hpp"
+#include "topology/hostlist.hpp"
+#include "topology/signals.hpp"
 #include "topology/intent.hpp"
 #include "topology/placement.hpp"
 #include "topology/well_known.hpp"
@@ -44,12 +49,21 @@ SimPolicy parse_sim_policy(std::string_view s)
 
 namespace {
 
+std::string num(double v)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+
 // Chooses nodes for a job of `nodes` whole nodes among the free ones.
 class Placer {
   public:
     virtual ~Placer() = default;
     // `fallback`: the job's prefer wait is over (only m2g looks at it).
-    virtual bool place(int nodes, bool fallback, const std::vector<uint8_t>& free, std::vector<int>& out) = 0;
+    // `heat`: per domain, lower is cooler (m2g breaks ties with it); may be null.
+    virtual bool place(int nodes, bool fallback, const std::vector<uint8_t>& free, const std::vector<double>* heat,
+                       std::vector<int>& out) = 0;
 };
 
 // The production engine, as select/m2g calls it for a job with the
@@ -64,10 +78,15 @@ class M2GPlacer : public Placer {
         req_.level = intent.level;
         req_.spare_per_domain = m.policy.spare_per_domain;
     }
-    bool place(int nodes, bool fallback, const std::vector<uint8_t>& free, std::vector<int>& out) override
+    bool place(int nodes, bool fallback, const std::vector<uint8_t>& free, const std::vector<double>* heat,
+               std::vector<int>& out) override
     {
         req_.nodes = nodes;
         req_.fallback = fallback;
+        if (heat)
+            state_.domain_heat = *heat;
+        else
+            state_.domain_heat.clear();
         const Placement p = engine_.place(req_, free, state_);
         if (!p.ok)
             return false;
@@ -75,6 +94,12 @@ class M2GPlacer : public Placer {
         return true;
     }
     Locality locality() const { return req_.locality; }
+    // The feed's degraded nodes and NVLink faults, as select/m2g merges them.
+    void set_health(const ClusterState& h)
+    {
+        state_.node_degraded = h.node_degraded;
+        state_.domain_nvlink_fault = h.domain_nvlink_fault;
+    }
 
   private:
     Engine engine_;
@@ -86,7 +111,8 @@ class M2GPlacer : public Placer {
 class FirstFitPlacer : public Placer {
   public:
     explicit FirstFitPlacer(const Model& m) : order_(m.nodes_in_rank_order()) {}
-    bool place(int nodes, bool, const std::vector<uint8_t>& free, std::vector<int>& out) override
+    bool place(int nodes, bool, const std::vector<uint8_t>& free, const std::vector<double>*,
+               std::vector<int>& out) override
     {
         out.clear();
         for (int n : order_) {
@@ -160,7 +186,8 @@ class TreePlacer : public Placer {
                 subtree_leaves_[s].push_back(static_cast<int>(l));
         leaf_free_.resize(leaf_nodes_.size());
     }
-    bool place(int nodes, bool, const std::vector<uint8_t>& free, std::vector<int>& out) override
+    bool place(int nodes, bool, const std::vector<uint8_t>& free, const std::vector<double>*,
+               std::vector<int>& out) override
     {
         out.clear();
         std::fill(leaf_free_.begin(), leaf_free_.end(), 0);
@@ -233,7 +260,8 @@ class BlockPlacer : public Placer {
         }
         block_free_.resize(nb);
     }
-    bool place(int nodes, bool, const std::vector<uint8_t>& free, std::vector<int>& out) override
+    bool place(int nodes, bool, const std::vector<uint8_t>& free, const std::vector<double>*,
+               std::vector<int>& out) override
     {
         out.clear();
         const size_t nb = block_nodes_.size();
@@ -318,7 +346,7 @@ SimStats stats_of(const std::string& name, const std::vector<const SimJobResult*
     return s;
 }
 
-enum EventKind { kEnd = 0, kSubmit = 1, kWake = 2 };  // at equal times: ends first
+enum EventKind { kEnd = 0, kSignal = 1, kSubmit = 2, kRelease = 3, kWake = 4 };  // at equal times: ends first
 
 struct Event {
     double t;
@@ -330,7 +358,114 @@ struct Event {
     }
 };
 
+// A scope with a power budget the run watches: the site, a row (fault
+// domain) or a rack (NVLink domain).
+struct Watched {
+    EventScope scope;
+    int index;
+    std::string name;
+    bool over = false;
+};
+
 }  // namespace
+
+double PowerCdf::sample(double u) const
+{
+    if (points.empty())
+        return 0;
+    const double pct = std::clamp(u, 0.0, 1.0) * 100.0;
+    auto it = std::lower_bound(points.begin(), points.end(), pct,
+                               [](const std::pair<double, double>& p, double v) { return p.first < v; });
+    if (it == points.begin())
+        return it->second;
+    if (it == points.end())
+        return points.back().second;
+    const auto& [p1, w1] = *it;
+    const auto& [p0, w0] = *std::prev(it);
+    return p1 > p0 ? w0 + (w1 - w0) * (pct - p0) / (p1 - p0) : w1;
+}
+
+PowerCdf parse_power_cdf(std::string_view text, const std::string& file, const std::string& cluster)
+{
+    PowerCdf c;
+    c.source = file + " (" + cluster + ")";
+    std::set<std::string> clusters;
+    size_t pos = 0;
+    int line_no = 0;
+    int col_cluster = -1, col_metric = -1, col_pct = -1, col_value = -1;
+    while (pos < text.size()) {
+        size_t nl = text.find('\n', pos);
+        if (nl == std::string_view::npos)
+            nl = text.size();
+        std::string line(text.substr(pos, nl - pos));
+        pos = nl + 1;
+        ++line_no;
+        if (!line.empty() && line.back() == '\r')
+            line.pop_back();
+        if (line.empty())
+            continue;
+        std::vector<std::string> f;
+        size_t a = 0;
+        for (;;) {
+            const size_t b = line.find(',', a);
+            f.push_back(line.substr(a, b == std::string::npos ? std::string::npos : b - a));
+            if (b == std::string::npos)
+                break;
+            a = b + 1;
+        }
+        const std::string where = file + ":" + std::to_string(line_no) + ": ";
+        if (col_cluster < 0) {
+            for (size_t i = 0; i < f.size(); ++i) {
+                if (f[i] == "cluster")
+                    col_cluster = static_cast<int>(i);
+                else if (f[i] == "metric")
+                    col_metric = static_cast<int>(i);
+                else if (f[i] == "cdf_pct")
+                    col_pct = static_cast<int>(i);
+                else if (f[i] == "value")
+                    col_value = static_cast<int>(i);
+            }
+            if (col_cluster < 0 || col_metric < 0 || col_pct < 0 || col_value < 0)
+                throw ParseError(where + "expected a header with the columns cluster, metric, cdf_pct and value "
+                                         "(the Acme 2023 power/thermal CDF format)");
+            continue;
+        }
+        const int need = std::max({col_cluster, col_metric, col_pct, col_value});
+        if (static_cast<int>(f.size()) <= need)
+            throw ParseError(where + "expected " + std::to_string(need + 1) + " or more comma-separated fields, found " +
+                             std::to_string(f.size()));
+        if (f[col_metric] != "gpu_power")
+            continue;
+        clusters.insert(f[col_cluster]);
+        if (f[col_cluster] != cluster)
+            continue;
+        char* e1 = nullptr;
+        char* e2 = nullptr;
+        const double pct = std::strtod(f[col_pct].c_str(), &e1);
+        const double w = std::strtod(f[col_value].c_str(), &e2);
+        if (f[col_pct].empty() || *e1 || !(pct >= 0 && pct <= 100))
+            throw ParseError(where + "cdf_pct '" + f[col_pct] + "': expected a number from 0 to 100");
+        if (f[col_value].empty() || *e2 || !(w >= 0 && std::isfinite(w)))
+            throw ParseError(where + "value '" + f[col_value] + "': expected watts, 0 or more");
+        if (!c.points.empty() && (pct < c.points.back().first || w < c.points.back().second))
+            throw ParseError(where + "a CDF must not decrease: " + f[col_pct] + "% at " + f[col_value] +
+                             " W after " + num(c.points.back().first) + "% at " + num(c.points.back().second) + " W");
+        c.points.emplace_back(pct, w);
+    }
+    if (c.points.empty()) {
+        std::string have;
+        for (const std::string& k : clusters)
+            have += (have.empty() ? "" : ", ") + k;
+        throw Error(file + ": no gpu_power rows for cluster '" + cluster + "'" +
+                    (have.empty() ? std::string(" (the file has no gpu_power rows)") : "; clusters with them: " + have));
+    }
+    return c;
+}
+
+PowerCdf read_power_cdf(const std::string& path, const std::string& cluster)
+{
+    return parse_power_cdf(read_text_file(path), path, cluster);
+}
 
 SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
 {
@@ -343,6 +478,8 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         throw Error("backfill depth must be 0 or more");
     if (m.nodes.empty())
         throw Error("the topology has no nodes");
+    JobIntent intent;
+    apply_option(intent, kw::kOptClass, opts.workload_class, 0);  // throws ParseError naming the classes
 
     SimResult r;
     r.policy = to_string(opts.policy);
@@ -358,6 +495,7 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         throw Error("the topology declares no GPUs (Gpus= on NodeName lines)");
     r.gpus_per_node = gpn;
     const int nnodes = static_cast<int>(m.nodes.size());
+    const Signals* tl = opts.timeline;
 
     std::unique_ptr<Placer> placer;
     M2GPlacer* m2g_placer = nullptr;
@@ -381,6 +519,37 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
     const bool prefer = m2g_placer && m2g_placer->locality() == Locality::Prefer;
     const double prefer_wait = static_cast<double>(m.policy.prefer_wait_sec);
 
+    // Nodes nobody may use: down or degraded in the timeline's health.
+    std::vector<uint8_t> node_ok(m.nodes.size(), 1);
+    if (tl) {
+        for (size_t n = 0; n < m.nodes.size(); ++n)
+            if ((n < tl->node_down.size() && tl->node_down[n]) ||
+                (n < tl->health.node_degraded.size() && tl->health.node_degraded[n]))
+                node_ok[n] = 0;
+        if (m2g_placer)
+            m2g_placer->set_health(tl->health);
+    }
+    for (uint8_t ok : node_ok)
+        r.unusable_nodes += !ok;
+
+    // Budgets the run watches, and whether m2g enforces them (admission and
+    // gate, as job_submit/m2g and select/m2g do).
+    std::vector<Watched> watched;
+    watched.push_back({EventScope::Site, kNone, "site"});
+    for (size_t f = 0; f < m.fault_domains.size(); ++f)
+        if (m.fault_domains[f].type == "row")
+            watched.push_back({EventScope::Row, static_cast<int>(f), m.fault_domains[f].name});
+    for (size_t d = 0; d < m.domains.size(); ++d)
+        watched.push_back({EventScope::Rack, static_cast<int>(d), m.domains[d].name});
+    const int64_t epoch0 = tl ? tl->generated_at : 0;
+    bool any_budget = false;
+    for (const Watched& w : watched)
+        if (effective_budget_kw(m, tl, w.scope, w.index, epoch0) >= 0)
+            any_budget = true;
+    if (tl && !tl->events.empty())
+        any_budget = true;
+    const bool power_aware = m2g_placer && (tl || any_budget) && m.admission.mode == AdmissionMode::Enforce;
+
     // Jobs: scale, order, shuffle ties, compress arrivals.
     std::vector<SimJobResult>& jobs = r.job_results;
     jobs.reserve(trace.jobs.size());
@@ -392,6 +561,7 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             throw Error("job " + t.id + ": " + std::to_string(g) + " GPUs after --scale-gpus is too many");
         j.gpus = static_cast<int>(g);
         j.nodes = static_cast<int>((g + gpn - 1) / gpn);
+        j.gpus_per_node = static_cast<int>((g + j.nodes - 1) / j.nodes);
         j.submit = t.submit;
         j.end = t.duration;  // the duration, until the job runs
         jobs.push_back(std::move(j));
@@ -408,15 +578,30 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             i = k;
         }
     }
+    {
+        // Power per GPU: drawn in submit order from its own stream, so the
+        // same seed gives every policy the same draws.
+        std::mt19937_64 prng(opts.seed ^ 0x6d32672d706f7772ULL);
+        std::uniform_real_distribution<double> u(0.0, 1.0);
+        const double estimate = power_w_per_gpu(m.admission, intent);
+        for (SimJobResult& j : jobs)
+            j.w_gpu = opts.power ? opts.power->sample(u(prng)) : estimate;
+    }
     std::vector<double> duration(jobs.size());
     for (size_t i = 0; i < jobs.size(); ++i)
         duration[i] = jobs[i].end;
     const double first_submit = jobs.empty() ? 0 : jobs.front().submit;
-    const double submit_span = jobs.empty() ? 0 : jobs.back().submit - first_submit;
-    double node_seconds = 0;
-    for (size_t i = 0; i < jobs.size(); ++i)
-        node_seconds += jobs[i].nodes * duration[i];
-    const double natural_load = submit_span > 0 ? node_seconds / (nnodes * submit_span) : 0;
+    // The load window leaves out the first 1% of submissions: traces cut
+    // from a longer log (Philly's first 20,000 jobs) open with weeks of a
+    // few jobs, and counting that ramp would halve the load of the weeks
+    // where the work is. Only the jobs submitted in the window count.
+    const size_t w0 = jobs.size() / 100;
+    const double window_start = jobs.empty() ? 0 : jobs[w0].submit;
+    const double submit_span = jobs.empty() ? 0 : jobs.back().submit - window_start;
+    double gpu_seconds_asked = 0;
+    for (size_t i = w0; i < jobs.size(); ++i)
+        gpu_seconds_asked += static_cast<double>(jobs[i].nodes) * jobs[i].gpus_per_node * duration[i];
+    const double natural_load = submit_span > 0 ? gpu_seconds_asked / (total_gpus * submit_span) : 0;
     if (opts.load > 0) {
         if (submit_span <= 0 || natural_load <= 0)
             throw Error("--load needs jobs submitted at different times with some run time");
@@ -425,6 +610,10 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             j.submit = first_submit + (j.submit - first_submit) * r.arrival_factor;
     }
     r.offered_load = r.arrival_factor > 0 && natural_load > 0 ? natural_load / r.arrival_factor : 0;
+    for (SimJobResult& j : jobs)
+        j.eligible = j.submit;
+    auto epoch = [&](double t) { return epoch0 + static_cast<int64_t>(std::floor(t - first_submit)); };
+    auto sim_time = [&](int64_t e) { return first_submit + static_cast<double>(e - epoch0); };
 
     // Lower bounds on an empty cluster: NVLink groups and leaf switches.
     std::vector<int> group_sizes, leaf_sizes;
@@ -445,58 +634,219 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             for (int n : m.switches[s].all_nodes)
                 node_leaf[n] = static_cast<int>(s);
 
-    // Can a job of this many nodes ever start? (On an empty cluster, with
-    // the wait over.)
-    std::vector<uint8_t> free(m.nodes.size(), 1);
-    const std::vector<uint8_t> all_free(m.nodes.size(), 1);
-    std::map<int, bool> ever_fits;
+    // State: free GPUs per node; nodes by free GPUs (healthy ones only).
+    std::vector<int> node_free(m.nodes.size());
+    std::vector<int> free_count(static_cast<size_t>(gpn) + 1, 0);  // healthy nodes with exactly k free GPUs
+    int free_gpus = 0;
+    for (size_t n = 0; n < m.nodes.size(); ++n) {
+        node_free[n] = m.nodes[n].gpus;
+        if (node_ok[n]) {
+            ++free_count[node_free[n]];
+            free_gpus += node_free[n];
+        }
+    }
+    auto usable_nodes = [&](int per_node) {
+        int c = 0;
+        for (int k = std::max(per_node, 1); k <= gpn; ++k)
+            c += free_count[k];
+        return c;
+    };
+    // usable[g]: healthy nodes with g GPUs free, rebuilt when the state changed.
+    uint64_t version = 1;
+    std::vector<std::vector<uint8_t>> usable(static_cast<size_t>(gpn) + 1);
+    std::vector<uint64_t> usable_version(static_cast<size_t>(gpn) + 1, 0);
+    auto usable_for = [&](int per_node) -> const std::vector<uint8_t>& {
+        std::vector<uint8_t>& u = usable[per_node];
+        if (usable_version[per_node] != version) {
+            u.resize(m.nodes.size());
+            for (size_t n = 0; n < m.nodes.size(); ++n)
+                u[n] = node_ok[n] && node_free[n] >= per_node;
+            usable_version[per_node] = version;
+        }
+        return u;
+    };
+
+    // Can a job ever start? (On an empty healthy cluster, with the wait over.)
+    std::map<std::pair<int, int>, bool> ever_fits;
     std::vector<int> picked;
-    auto fits_empty = [&](int nodes) {
-        auto it = ever_fits.find(nodes);
+    std::vector<uint8_t> scratch;
+    auto fits_empty = [&](const SimJobResult& j) {
+        const std::pair<int, int> key{j.nodes, j.gpus_per_node};
+        auto it = ever_fits.find(key);
         if (it != ever_fits.end())
             return it->second;
-        const bool ok = nodes <= nnodes && placer->place(nodes, true, all_free, picked);
-        ever_fits.emplace(nodes, ok);
-        return ok;
+        scratch.assign(m.nodes.size(), 0);
+        int ok = 0;
+        for (size_t n = 0; n < m.nodes.size(); ++n)
+            ok += scratch[n] = node_ok[n] && m.nodes[n].gpus >= j.gpus_per_node;
+        const bool fits = j.nodes <= ok && placer->place(j.nodes, true, scratch, nullptr, picked);
+        ever_fits.emplace(key, fits);
+        return fits;
     };
+
+    // Power: per node and per domain, of the running jobs.
+    std::vector<double> node_kw(m.nodes.size(), 0.0), domain_kw(m.domains.size(), 0.0);
+    double site_kw = 0;
+    Pacer pacer;
+    std::shared_ptr<Signals> snap;
+    std::vector<double> heat, no_started(m.domains.size(), 0.0);
+    auto view_at = [&](double now) {
+        // The feed as the plugins would see it now: the timeline's budgets,
+        // events, maintenance and health, and the draw the BMS would report.
+        snap = std::make_shared<Signals>(tl ? *tl : Signals{});
+        snap->generated_at = epoch(now);
+        snap->site.draw_kw = site_kw;
+        snap->racks.resize(m.domains.size());
+        for (size_t d = 0; d < m.domains.size(); ++d)
+            snap->racks[d].draw_kw = domain_kw[d];
+        snap->rows.resize(m.fault_domains.size());
+        for (size_t f = 0; f < m.fault_domains.size(); ++f) {
+            double kw = 0;
+            for (int n : m.fault_domains[f].nodes)
+                kw += node_kw[n];
+            snap->rows[f].draw_kw = kw;
+        }
+        SignalsView v;
+        v.snap = snap;
+        v.state = FeedState::Fresh;
+        v.age_s = 0;
+        return v;
+    };
+    SignalsView view;  // valid during one pass when power_aware
 
     std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
     for (size_t i = 0; i < jobs.size(); ++i)
         events.push({jobs[i].submit, kSubmit, static_cast<int>(i)});
-    std::list<int> queue;                       // waiting jobs, FCFS
+    if (tl)
+        for (const CurtailmentEvent& e : tl->events) {
+            SimEventResult er;
+            er.id = e.id;
+            er.scope = e.scope_name;
+            er.start = sim_time(e.start);
+            er.end = sim_time(e.end);
+            r.events.push_back(er);
+            events.push({er.start, kSignal, -1});
+            events.push({er.end, kSignal, -1});
+        }
+    if (tl)
+        for (const MaintenanceWindow& w : tl->maintenance) {
+            events.push({sim_time(w.start), kSignal, -1});
+            events.push({sim_time(w.end), kSignal, -1});
+        }
+    std::list<int> queue;                           // eligible waiting jobs, FCFS (job index order)
     std::multiset<std::pair<double, int>> running;  // (end, job)
-    int free_nodes = nnodes, free_gpus = total_gpus;
-    std::vector<int> node_gpus(m.nodes.size());
-    for (size_t n = 0; n < m.nodes.size(); ++n)
-        node_gpus[n] = m.nodes[n].gpus;
-    double stranded_integral = 0, node_busy_integral = 0, last_t = first_submit, last_end = first_submit;
-    int stranded_now = 0;
-    std::set<std::pair<int, bool>> failed;  // (nodes, fallback) that did not fit in this pass
+    double power_integral = 0, over_integral = 0;
+    struct Segment {
+        double t0, t1;
+        int busy_gpus, busy_nodes, stranded;
+    };
+    std::vector<Segment> segments;  // the state between two event times
+    int busy_gpus = 0;
+    double last_t = first_submit, last_end = first_submit;
+    int stranded_now = 0, busy_nodes = 0;
+    bool any_over = false;
+    std::set<std::tuple<int, int, bool>> failed;  // (nodes, GPUs per node, fallback) that did not fit in this pass
 
+    auto adjust_node = [&](int n, int delta_gpus) {
+        if (node_ok[n])
+            --free_count[node_free[n]];
+        const bool was_busy = node_free[n] < m.nodes[n].gpus;
+        node_free[n] += delta_gpus;
+        if (node_ok[n]) {
+            ++free_count[node_free[n]];
+            free_gpus += delta_gpus;
+        }
+        busy_nodes += (node_free[n] < m.nodes[n].gpus) - was_busy;
+        busy_gpus -= delta_gpus;
+    };
+    auto book_power = [&](const SimJobResult& job, double sign) {
+        const double kw_node = sign * job.w_gpu * job.gpus_per_node / 1000.0;
+        for (int n : job.placed) {
+            node_kw[n] += kw_node;
+            if (m.nodes[n].domain != kNone)
+                domain_kw[m.nodes[n].domain] += kw_node;
+        }
+        site_kw += kw_node * static_cast<double>(job.placed.size());
+    };
     auto start_job = [&](int j, double now) {
         SimJobResult& job = jobs[j];
         job.placed = picked;
         std::sort(job.placed.begin(), job.placed.end());
-        for (int n : job.placed) {
-            free[n] = 0;
-            free_gpus -= node_gpus[n];
-        }
-        free_nodes -= job.nodes;
+        for (int n : job.placed)
+            adjust_node(n, -job.gpus_per_node);
+        ++version;
         job.start = now;
         job.end = now + duration[j];
         running.emplace(job.end, j);
         events.push({job.end, kEnd, j});
+        book_power(job, 1);
+        if (power_aware) {
+            // select_p_job_begin books the start with the pacer, then the
+            // next placement sees the new draw.
+            pacer.book(m.admission, epoch(now), job.gpus,
+                       job.gpus * power_w_per_gpu(m.admission, intent) / 1000.0);
+            view = view_at(now);
+        }
     };
-    auto can_fallback = [&](int j, double now) { return !prefer || now - jobs[j].submit >= prefer_wait; };
+    auto can_fallback = [&](int j, double now) { return !prefer || now - jobs[j].eligible >= prefer_wait; };
     auto try_place = [&](int j, double now) {
+        const SimJobResult& job = jobs[j];
         const bool fb = can_fallback(j, now);
-        const std::pair<int, bool> key{jobs[j].nodes, fb};
-        if (jobs[j].nodes > free_nodes || failed.count(key))
+        const std::tuple<int, int, bool> key{job.nodes, job.gpus_per_node, fb};
+        if (job.nodes > usable_nodes(job.gpus_per_node) || (!power_aware && failed.count(key)))
             return false;
-        if (placer->place(jobs[j].nodes, fb, free, picked))
+        const std::vector<uint8_t>* u = &usable_for(job.gpus_per_node);
+        if (power_aware) {
+            // select/m2g's gate(): maintenance, rack/row/site headroom, pacing.
+            scratch = *u;
+            GateRequest gr;
+            gr.intent = intent;
+            gr.gpus_per_node = job.gpus_per_node;
+            gr.nodes = job.nodes;
+            gr.time_limit_s = static_cast<int64_t>(std::ceil(duration[j]));
+            gr.now = epoch(now);
+            const GateResult g = gate(m, view, gr, no_started, &pacer, scratch, heat);
+            if (g.blocked)
+                return false;
+            u = &scratch;
+        }
+        if (placer->place(job.nodes, fb, *u, power_aware ? &heat : nullptr, picked))
             return true;
         failed.insert(key);
         return false;
+    };
+    // Admission at submission and at each release (job_submit/m2g's
+    // decide() and its release thread): true when the job may queue now.
+    auto admit = [&](int j, double now) {
+        if (!power_aware)
+            return true;
+        SimJobResult& job = jobs[j];
+        AdmissionRequest ar;
+        ar.intent = intent;
+        ar.gpus = job.gpus;
+        ar.nodes = job.nodes;
+        ar.time_limit_s = static_cast<int64_t>(std::ceil(duration[j]));
+        ar.now = epoch(now);
+        const Decision d = decide(m, view, ar, nullptr);
+        if (d.verdict == Verdict::Reject) {
+            job.admission = "reject: " + d.reason;
+            ++r.admission_rejected;
+            return false;
+        }
+        if ((d.verdict == Verdict::Defer || d.verdict == Verdict::Pace) && d.begin_time > ar.now) {
+            job.deferred = true;
+            job.admission = std::string(to_string(d.verdict)) + ": " + d.reason;
+            events.push({std::max(now + 1, sim_time(d.begin_time)), kRelease, j});
+            return false;
+        }
+        job.eligible = now;
+        return true;
+    };
+    auto enqueue = [&](int j) {
+        auto it = queue.end();
+        while (it != queue.begin() && *std::prev(it) > j)
+            --it;
+        queue.insert(it, j);
     };
 
     auto schedule = [&](double now) {
@@ -506,27 +856,29 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             start_job(queue.front(), now);
             queue.pop_front();
         }
-        if (queue.empty() || free_nodes == 0)
+        if (queue.empty() || free_gpus == 0)
             return;
-        // EASY backfill: the head's reservation, by node count.
+        // EASY backfill: the head's reservation, in GPUs.
         const int head = queue.front();
-        int avail = free_nodes;
+        const int head_gpus = jobs[head].nodes * jobs[head].gpus_per_node;
+        int avail = free_gpus;
         double shadow = now;
         for (const auto& [end, j] : running) {
-            if (avail >= jobs[head].nodes)
+            if (avail >= head_gpus)
                 break;
-            avail += jobs[j].nodes;
+            avail += jobs[j].nodes * jobs[j].gpus_per_node;
             shadow = end;
         }
-        int extra = avail - jobs[head].nodes;  // nodes the head will not need at the shadow time
+        int extra = avail - head_gpus;  // GPUs the head will not need at the shadow time
         int looked = 0;
-        for (auto it = std::next(queue.begin()); it != queue.end() && free_nodes > 0 && looked < opts.backfill_depth;
+        for (auto it = std::next(queue.begin()); it != queue.end() && free_gpus > 0 && looked < opts.backfill_depth;
              ++looked) {
             const int j = *it;
+            const int g = jobs[j].nodes * jobs[j].gpus_per_node;
             const bool ends_before = now + duration[j] <= shadow;
-            if ((ends_before || jobs[j].nodes <= extra) && try_place(j, now)) {
+            if ((ends_before || g <= extra) && try_place(j, now)) {
                 if (!ends_before)
-                    extra -= jobs[j].nodes;
+                    extra -= g;
                 jobs[j].backfilled = true;
                 start_job(j, now);
                 it = queue.erase(it);
@@ -536,35 +888,118 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         }
     };
 
+    // Power caps: which scopes are over their effective budget now.
+    auto check_caps = [&](double now) {
+        const int64_t e = epoch(now);
+        bool over_any = false;
+        for (Watched& w : watched) {
+            const double budget = effective_budget_kw(m, tl, w.scope, w.index, e);
+            if (budget < 0)
+                continue;
+            double draw = site_kw;
+            if (w.scope == EventScope::Rack) {
+                draw = domain_kw[w.index];
+            } else if (w.scope == EventScope::Row) {
+                draw = 0;
+                for (int n : m.fault_domains[w.index].nodes)
+                    draw += node_kw[n];
+            }
+            const bool over = draw > budget + 1e-6;
+            if (over) {
+                r.cap_peak_over_kw = std::max(r.cap_peak_over_kw, draw - budget);
+                if (!w.over)
+                    ++r.cap_violations;
+            }
+            w.over = over;
+            over_any = over_any || over;
+        }
+        any_over = over_any;
+        if (tl)
+            for (size_t i = 0; i < tl->events.size(); ++i) {
+                const CurtailmentEvent& ev = tl->events[i];
+                SimEventResult& er = r.events[i];
+                if (!ev.active_at(e))
+                    continue;
+                const int idx = ev.scope == EventScope::Site ? kNone : ev.scope_index;
+                const double budget = effective_budget_kw(m, tl, ev.scope, idx, e);
+                double draw = site_kw;
+                if (ev.scope == EventScope::Rack)
+                    draw = domain_kw[idx];
+                else if (ev.scope == EventScope::Row) {
+                    draw = 0;
+                    for (int n : m.fault_domains[idx].nodes)
+                        draw += node_kw[n];
+                }
+                er.budget_kw = budget;
+                if (now <= er.start)
+                    er.draw_at_start_kw = draw;
+                er.peak_draw_kw = std::max(er.peak_draw_kw, draw);
+                if (er.response_s < 0 && (budget < 0 || draw <= budget + 1e-6))
+                    er.response_s = now - er.start;
+            }
+    };
+    // Time over budget per event, between two event times.
+    auto integrate_events = [&](double from, double to) {
+        if (!tl || to <= from)
+            return;
+        for (size_t i = 0; i < tl->events.size(); ++i) {
+            const CurtailmentEvent& ev = tl->events[i];
+            const int idx = ev.scope == EventScope::Site ? kNone : ev.scope_index;
+            for (const Watched& w : watched)
+                if (w.over && w.scope == ev.scope && w.index == idx) {
+                    const double a = std::max(from, r.events[i].start), b = std::min(to, r.events[i].end);
+                    if (b > a)
+                        r.events[i].over_s += b - a;
+                }
+        }
+    };
+
     while (!events.empty()) {
         const double now = events.top().t;
-        stranded_integral += static_cast<double>(stranded_now) * (now - last_t);
-        node_busy_integral += static_cast<double>(nnodes - free_nodes) * (now - last_t);
+        const double dt = now - last_t;
+        if (dt > 0)
+            segments.push_back({last_t, now, busy_gpus, busy_nodes, stranded_now});
+        power_integral += site_kw * dt;
+        if (any_over)
+            over_integral += dt;
+        integrate_events(last_t, now);
         last_t = now;
+        std::vector<int> arrivals;
         while (!events.empty() && events.top().t == now) {
             const Event e = events.top();
             events.pop();
+            if (e.kind == kSignal)
+                continue;  // nothing to change; the pass below sees the new time
             SimJobResult& job = jobs[e.job];
             if (e.kind == kEnd) {
                 running.erase(running.find({job.end, e.job}));
-                for (int n : job.placed) {
-                    free[n] = 1;
-                    free_gpus += node_gpus[n];
-                }
-                free_nodes += job.nodes;
+                for (int n : job.placed)
+                    adjust_node(n, job.gpus_per_node);
+                ++version;
+                book_power(job, -1);
                 last_end = std::max(last_end, now);
             } else if (e.kind == kSubmit) {
-                if (!fits_empty(job.nodes)) {
+                if (!fits_empty(job)) {
                     ++r.rejected;
                     continue;
                 }
-                queue.push_back(e.job);
-                if (prefer && prefer_wait > 0)
-                    events.push({now + prefer_wait, kWake, e.job});
+                arrivals.push_back(e.job);
+            } else if (e.kind == kRelease) {
+                arrivals.push_back(e.job);
             }
             // kWake: nothing to change; the pass below retries with the wait over.
         }
+        if (power_aware)
+            view = view_at(now);  // with the ends applied
+        for (int j : arrivals)
+            if (admit(j, now)) {
+                enqueue(j);
+                if (prefer && prefer_wait > 0)
+                    events.push({now + prefer_wait, kWake, j});
+            }
         schedule(now);
+        check_caps(now);
+        r.peak_site_kw = std::max(r.peak_site_kw, site_kw);
         stranded_now = queue.empty() ? 0 : free_gpus;
     }
 
@@ -574,6 +1009,7 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
     int leaf_jobs = 0, contained = 0;
     for (size_t i = 0; i < jobs.size(); ++i) {
         SimJobResult& j = jobs[i];
+        r.deferred += j.deferred;
         if (j.start < 0) {
             j.end = -1;
             continue;
@@ -581,6 +1017,7 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         done.push_back(&j);
         r.backfilled += j.backfilled;
         gpu_seconds += static_cast<double>(j.gpus) * duration[i];
+        r.energy_kwh += j.w_gpu * j.gpus * duration[i] / 3.6e6;
         std::vector<int> groups, leaves;
         for (int n : j.placed) {
             groups.push_back(m.nodes[n].domain != kNone ? m.nodes[n].domain : -1 - n);
@@ -613,11 +1050,38 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
     r.span_ratio = r.multi_domain_jobs ? span_sum / r.multi_domain_jobs : 1.0;
     r.leaf_span_ratio = leaf_jobs ? leaf_ratio_sum / leaf_jobs : 1.0;
     r.makespan_s = done.empty() ? 0 : last_end - first_submit;
-    if (r.makespan_s > 0) {
-        r.stranded_gpus = stranded_integral / (static_cast<double>(total_gpus) * r.makespan_s);
-        r.utilisation = gpu_seconds / (static_cast<double>(total_gpus) * r.makespan_s);
-        r.node_utilisation = node_busy_integral / (static_cast<double>(nnodes) * r.makespan_s);
+    // Utilisation and stranding are averaged over the busy window: from
+    // the submission at the 1% point (the load window's start) to the last
+    // start or submission, whichever is later. Before it the trace ramps
+    // up; after it nothing waits and the cluster only drains. A window of
+    // no length (every job at one instant) falls back to the makespan.
+    double win_a = jobs.empty() ? 0 : jobs[w0].submit, win_b = jobs.empty() ? 0 : jobs.back().submit;
+    for (const SimJobResult* j : done)
+        win_b = std::max(win_b, j->start);
+    if (win_b <= win_a) {
+        win_a = first_submit;
+        win_b = last_end;
     }
+    r.window_s = win_b - win_a;
+    if (r.window_s > 0) {
+        double stranded = 0, gpus_busy = 0, nodes_busy = 0;
+        for (const Segment& sg : segments) {
+            const double w = std::min(sg.t1, win_b) - std::max(sg.t0, win_a);
+            if (w <= 0)
+                continue;
+            stranded += sg.stranded * w;
+            gpus_busy += sg.busy_gpus * w;
+            nodes_busy += sg.busy_nodes * w;
+        }
+        r.stranded_gpus = stranded / (static_cast<double>(total_gpus) * r.window_s);
+        r.utilisation = gpus_busy / (static_cast<double>(total_gpus) * r.window_s);
+        r.node_utilisation = nodes_busy / (static_cast<double>(nnodes) * r.window_s);
+    }
+    if (r.makespan_s > 0) {
+        r.utilisation_makespan = gpu_seconds / (static_cast<double>(total_gpus) * r.makespan_s);
+        r.mean_site_kw = power_integral / r.makespan_s;
+    }
+    r.cap_violation_s = over_integral;
     r.all = stats_of("all", done);
     const char* names[3] = {"node", "domain", "multi-domain"};
     for (int c = 0; c < 3; ++c)
@@ -627,16 +1091,6 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
     return r;
 }
 
-namespace {
-
-std::string num(double v)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    return buf;
-}
-
-}  // namespace
 
 std::string format_sim_result(const SimResult& r, bool json)
 {
@@ -664,6 +1118,8 @@ std::string format_sim_result(const SimResult& r, bool json)
         kv("stranded_gpus", num(r.stranded_gpus));
         kv("utilisation", num(r.utilisation));
         kv("node_utilisation", num(r.node_utilisation));
+        kv("utilisation_makespan", num(r.utilisation_makespan));
+        kv("window_s", num(r.window_s));
         kv("makespan_s", num(r.makespan_s));
         kv("queue_delay_mean_s", num(r.all.delay_mean));
         kv("queue_delay_p95_s", num(r.all.delay_p95));
@@ -680,7 +1136,23 @@ std::string format_sim_result(const SimResult& r, bool json)
                    num(s.completion_p95) + ",\"completion_p99_s\":" + num(s.completion_p99) + "}";
         }
         kv("size_classes", cls + "]");
+        kv("unusable_nodes", std::to_string(r.unusable_nodes));
+        kv("deferred", std::to_string(r.deferred));
+        kv("admission_rejected", std::to_string(r.admission_rejected));
+        kv("energy_kwh", num(r.energy_kwh));
+        kv("peak_site_kw", num(r.peak_site_kw));
+        kv("mean_site_kw", num(r.mean_site_kw));
         kv("cap_violations", std::to_string(r.cap_violations));
+        kv("cap_violation_s", num(r.cap_violation_s));
+        kv("cap_peak_over_kw", num(r.cap_peak_over_kw));
+        std::string ev = "[";
+        for (const SimEventResult& e : r.events)
+            ev += (ev.size() > 1 ? "," : "") + std::string("{\"id\":\"") + e.id + "\",\"scope\":\"" + e.scope +
+                  "\",\"start_s\":" + num(e.start) + ",\"end_s\":" + num(e.end) + ",\"budget_kw\":" +
+                  num(e.budget_kw) + ",\"draw_at_start_kw\":" + num(e.draw_at_start_kw) + ",\"peak_draw_kw\":" +
+                  num(e.peak_draw_kw) + ",\"response_s\":" + num(e.response_s) + ",\"over_s\":" + num(e.over_s) +
+                  "}";
+        kv("events", ev + "]");
         kv("wall_s", num(r.wall_s));
         kv("sim_jobs_per_s", num(r.sim_jobs_per_s));
         return o + "}\n";
@@ -696,8 +1168,9 @@ std::string format_sim_result(const SimResult& r, bool json)
     line("span ratio", num(r.span_ratio) + " domains over the lower bound (" + std::to_string(r.multi_domain_jobs) +
                            " multi-domain jobs); leaves " + num(r.leaf_span_ratio));
     line("stranded GPUs", num(r.stranded_gpus) + " (time-averaged share idle while the queue head waits)");
-    line("utilisation", num(r.utilisation) + " of GPU time (nodes: " + num(r.node_utilisation) + "), makespan " +
-                            num(r.makespan_s) + " s");
+    line("utilisation", num(r.utilisation) + " of GPU time over the " + num(r.window_s) +
+                            " s busy window (nodes: " + num(r.node_utilisation) + "); " +
+                            num(r.utilisation_makespan) + " over the makespan of " + num(r.makespan_s) + " s");
     for (const SimStats& s : r.classes) {
         if (!s.jobs)
             continue;
@@ -706,8 +1179,48 @@ std::string format_sim_result(const SimResult& r, bool json)
                  " s, p99 " + num(s.delay_p99) + " s; completion mean " + num(s.completion_mean) + " s, p95 " +
                  num(s.completion_p95) + " s, p99 " + num(s.completion_p99) + " s");
     }
-    line("cap violations", std::to_string(r.cap_violations) + " (power caps are not simulated yet)");
+    if (r.unusable_nodes)
+        line("unusable nodes", std::to_string(r.unusable_nodes) + " (down or degraded in the timeline)");
+    if (r.deferred || r.admission_rejected)
+        line("admission", std::to_string(r.deferred) + " jobs deferred or paced, " +
+                              std::to_string(r.admission_rejected) + " rejected");
+    line("power", "peak " + num(r.peak_site_kw) + " kW, mean " + num(r.mean_site_kw) + " kW, " +
+                      num(r.energy_kwh) + " kWh (GPU power of running jobs)");
+    line("cap violations", std::to_string(r.cap_violations) + " (" + num(r.cap_violation_s) +
+                               " s over a budget, largest excess " + num(r.cap_peak_over_kw) + " kW)");
+    for (const SimEventResult& e : r.events)
+        line(("event " + e.id).c_str(),
+             e.scope + " " + num(e.start) + ".." + num(e.end) + " s, budget " + num(e.budget_kw) + " kW, draw at start " +
+                 num(e.draw_at_start_kw) + " kW, peak " + num(e.peak_draw_kw) + " kW, " +
+                 (e.response_s < 0 ? std::string("still over at its end")
+                                   : "under budget after " + num(e.response_s) + " s") +
+                 ", " + num(e.over_s) + " s over");
     line("speed", num(r.sim_jobs_per_s) + " jobs/s (" + num(r.wall_s) + " s)");
+    return o;
+}
+
+std::string format_sim_jobs(const Model& m, const SimResult& r)
+{
+    auto num = [](double v) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.15g", v);
+        return std::string(buf);
+    };
+    std::string o = "id,gpus,nodes,submit,eligible,start,end,domains,domain_lb,leaves,w_gpu,admission,nodelist\n";
+    std::vector<std::string> names;
+    for (const SimJobResult& j : r.job_results) {
+        names.clear();
+        for (int n : j.placed)
+            names.push_back(m.nodes[n].name);
+        std::string adm = j.admission;
+        for (char& c : adm)
+            if (c == ',' || c == '"' || c == '\n')
+                c = ' ';
+        o += j.id + "," + std::to_string(j.gpus) + "," + std::to_string(j.nodes) + "," + num(j.submit) + "," +
+             num(j.eligible) + "," + num(j.start) + "," + num(j.end) + "," + std::to_string(j.domains) + "," +
+             std::to_string(j.domain_lb) + "," + std::to_string(j.leaves) + "," + num(j.w_gpu) + "," + adm + ",\"" +
+             (names.empty() ? "" : hostlist_compress(names)) + "\"\n";
+    }
     return o;
 }
 

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "topology/model.hpp"
@@ -28,27 +29,71 @@ const char* to_string(SimPolicy p);
 // "m2g", "tree", "block" or "firstfit"; throws ParseError naming the choices.
 SimPolicy parse_sim_policy(std::string_view s);
 
+// An empirical CDF of per-GPU power (W), e.g. metric gpu_power of one
+// cluster in ../shared/data/acme2023_power_thermal_cdf.csv.
+struct PowerCdf {
+    std::string source;  // "file (cluster)"
+    std::vector<std::pair<double, double>> points;  // (cdf_pct 0..100, W), ascending
+    // Inverse CDF at u in [0,1], interpolated between points.
+    double sample(double u) const;
+};
+// Read the Acme CSV (header: cluster,metric,unit,cdf_pct,value) for
+// metric gpu_power of `cluster`. Throws ParseError naming file:line, or
+// Error when the cluster has no gpu_power rows (naming the ones it has).
+PowerCdf parse_power_cdf(std::string_view text, const std::string& file, const std::string& cluster);
+PowerCdf read_power_cdf(const std::string& path, const std::string& cluster);
+
+struct Signals;
+
 struct SimOptions {
     SimPolicy policy = SimPolicy::M2G;
     int scale_gpus = 1;       // multiplies every job's GPUs before rounding up to nodes
     double load = 0;          // > 0: scale inter-arrival times to this offered load; 0: as recorded
     uint64_t seed = 0;        // != 0: jobs submitted at the same second are shuffled with this seed
     int backfill_depth = 500; // queued jobs looked at per pass (Slurm's bf_max_job_test)
+    // Signals timeline: one m2g.signals/v1 document. Its generated_at is
+    // the wall-clock time of the trace's first submit; its events and
+    // maintenance windows carry their own times; its budgets and health
+    // hold for the whole run. Draw is not read from it: the simulator
+    // computes it from the running jobs. Null: no feed.
+    const Signals* timeline = nullptr;
+    // Per-GPU power of each job, drawn from this CDF with the seed (a
+    // fixed stream when seed is 0). Null: every job draws its class's
+    // estimate (power_w_per_gpu()).
+    const PowerCdf* power = nullptr;
+    std::string workload_class = "training";  // every job's --m2g-class (Philly: DL training)
 };
 
 struct SimJobResult {
     std::string id;
     int gpus = 0;            // after --scale-gpus
     int nodes = 0;           // ceil(gpus / gpus_per_node)
+    int gpus_per_node = 0;   // GPUs taken on each of its nodes: ceil(gpus / nodes)
+    double w_gpu = 0;        // power per GPU while it runs (W)
     double submit = 0;       // after --load
-    double start = -1;       // -1: rejected (can never fit)
+    double eligible = 0;     // when admission let it queue (submit unless deferred or paced)
+    double start = -1;       // -1: rejected (can never fit, or admission rejected it)
     double end = -1;
     bool backfilled = false; // started ahead of an earlier job
+    bool deferred = false;   // admission moved its begin time at least once
+    std::string admission;   // the last verdict that held it, "" when admitted at once
     std::vector<int> placed; // model node indices, ascending
     int domains = 0;         // NVLink groups spanned (a node outside domains is its own group)
     int domain_lb = 0;       // fewest groups that could hold it on an empty cluster
     int leaves = 0;          // leaf switches spanned
     int leaf_lb = 0;         // fewest leaf switches that could hold it (0: no leaf switches)
+};
+
+// One curtailment event of the timeline, as the run saw it.
+struct SimEventResult {
+    std::string id;
+    std::string scope;        // "site", "row1", "nvl03"
+    double start = 0, end = 0;  // simulation seconds (trace clock)
+    double budget_kw = -1;    // effective budget during the event (-1: none known)
+    double draw_at_start_kw = 0;
+    double peak_draw_kw = 0;  // while the event was active
+    double response_s = -1;   // from start until draw <= budget; 0: never over; -1: still over at its end
+    double over_s = 0;        // time over the budget while active
 };
 
 struct SimStats {  // one size class, or all jobs
@@ -74,13 +119,28 @@ struct SimResult {
     int multi_domain_jobs = 0;  // jobs whose lower bound is more than one domain
     double span_ratio = 1;      // mean domains / lower bound over those (1 when there are none)
     double leaf_span_ratio = 1; // mean leaves / lower bound over jobs under leaf switches
-    double stranded_gpus = 0;   // time-averaged fraction of GPUs idle while the queue head waits
-    double utilisation = 0;     // GPU-seconds asked / (GPUs x makespan)
-    double node_utilisation = 0;  // node-seconds allocated / (nodes x makespan)
+    // Averaged over the busy window: from the submission at the 1% point
+    // to the last start or submission, whichever is later (the makespan
+    // when that has no length).
+    double window_s = 0;
+    double stranded_gpus = 0;   // time-averaged fraction of GPUs idle while a job waits in the queue
+    double utilisation = 0;     // time-averaged fraction of GPUs allocated
+    double node_utilisation = 0;  // time-averaged fraction of nodes with a job
+    double utilisation_makespan = 0;  // GPU-seconds asked / (GPUs x makespan)
     double makespan_s = 0;      // first submit to last end
     SimStats all;
     std::vector<SimStats> classes;  // "node", "domain", "multi-domain"
-    int cap_violations = 0;     // power caps are not simulated yet: always 0
+    // Power (GPU power of running jobs; idle GPUs and hosts are not counted).
+    double energy_kwh = 0;
+    double peak_site_kw = 0;
+    double mean_site_kw = 0;      // over the makespan
+    int cap_violations = 0;       // times a scope's draw went above its effective budget
+    double cap_violation_s = 0;   // time with at least one scope above its budget
+    double cap_peak_over_kw = 0;  // the largest excess seen
+    std::vector<SimEventResult> events;
+    int deferred = 0;             // jobs admission deferred or paced at least once
+    int admission_rejected = 0;   // jobs admission rejected (not in `rejected`)
+    int unusable_nodes = 0;       // down or degraded in the timeline's health
     double wall_s = 0;
     double sim_jobs_per_s = 0;
     std::vector<SimJobResult> job_results;  // in submit order (after the tie shuffle)
@@ -92,5 +152,10 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts);
 
 // `m2g simulate` output: labelled lines, or one JSON object.
 std::string format_sim_result(const SimResult& r, bool json);
+
+// One CSV line per job, in submit order, with a header: id, gpus, nodes,
+// submit, eligible, start, end, domains, domain_lb, leaves, w_gpu, admission,
+// nodelist (a Slurm hostlist of the model's node names).
+std::string format_sim_jobs(const Model& m, const SimResult& r);
 
 }  // namespace m2g

@@ -118,9 +118,12 @@ TEST(SimBackfill, EasyReservationEveryPolicy)
         EXPECT_EQ(job(r, "j1").placed, (Nodes{0, 1, 2, 3, 4, 5, 6, 7}));
         EXPECT_EQ(job(r, "j3").placed, (Nodes{0, 1}));
         EXPECT_DOUBLE_EQ(r.makespan_s, 310);
-        // Queue non-empty with 2 idle nodes (8 GPUs) over [1,2) and [52,100).
-        EXPECT_DOUBLE_EQ(r.stranded_gpus, (8.0 * 1 + 8.0 * 48) / (32 * 310));
-        EXPECT_DOUBLE_EQ(r.utilisation, (24.0 * 100 + 32 * 10 + 8 * 50 + 8 * 200) / (32 * 310));
+        // The busy window is [0, 110]: the last start. Queue non-empty with
+        // 2 idle nodes (8 GPUs) over [1,2) and [52,100).
+        EXPECT_DOUBLE_EQ(r.window_s, 110);
+        EXPECT_DOUBLE_EQ(r.stranded_gpus, (8.0 * 1 + 8.0 * 48) / (32 * 110));
+        EXPECT_DOUBLE_EQ(r.utilisation, (24.0 * 100 + 8 * 50 + 32 * 10) / (32 * 110));
+        EXPECT_DOUBLE_EQ(r.utilisation_makespan, (24.0 * 100 + 32 * 10 + 8 * 50 + 8 * 200) / (32 * 310));
         EXPECT_DOUBLE_EQ(r.all.delay_mean, (0 + 99 + 0 + 107) / 4.0);
         EXPECT_DOUBLE_EQ(r.all.delay_p95, 107);
         EXPECT_DOUBLE_EQ(r.all.delay_p99, 107);
@@ -156,9 +159,11 @@ TEST(SimIntent, M2GHoldsForADomainUntilPreferWaitEnds)
         EXPECT_EQ(job(r, "j5").domains, 2);
         EXPECT_DOUBLE_EQ(r.containment, 5.0 / 6);
         EXPECT_DOUBLE_EQ(r.makespan_s, 1000);
-        // n8 idle over [0,100) while j5 waits; m2g also leaves n1 + n8 idle to 300.
+        // The busy window ends at j5's start. n8 idle over [0,100) while j5
+        // waits; m2g also leaves n1 + n8 idle to 300.
+        EXPECT_DOUBLE_EQ(r.window_s, start);
         const double stranded = 4.0 * 100 + (p == SimPolicy::M2G ? 8.0 * 200 : 0);
-        EXPECT_DOUBLE_EQ(r.stranded_gpus, stranded / (32 * 1000));
+        EXPECT_DOUBLE_EQ(r.stranded_gpus, stranded / (32 * start));
         EXPECT_DOUBLE_EQ(r.all.delay_mean, start / 6);
         EXPECT_DOUBLE_EQ(r.all.delay_p99, start);
     }
