@@ -1,14 +1,20 @@
 // m2g core: a trace-driven simulator on the production placement engine
 // (`m2g simulate`, doc/simulator.md).
 //
-// Discrete events (job submit, job end, and for m2g the end of a job's
-// prefer wait) drive one FCFS queue with EASY backfill. Jobs take whole
-// nodes, exclusively. Where a job goes is the chosen policy's decision:
+// Discrete events (job submit and end, admission releases, the timeline's
+// event and window edges, and for m2g the end of a job's prefer wait)
+// drive one FCFS queue with EASY backfill. A job of G GPUs takes
+// n = ceil(G / P) nodes with ceil(G / n) GPUs free on each (P: the largest
+// node), so small jobs share nodes as under select/m2g. Where a job goes is
+// the chosen policy's decision:
 //   m2g       Engine::place, the very code select/m2g runs (never a copy);
 //   tree      an approximation of cons_tres with topology/tree;
 //   block     an approximation of Slurm 23.11+ topology/block;
 //   firstfit  the first free nodes in rank order.
-// No Slurm, no globals, no randomness but the seeded tie shuffle.
+// With a signals timeline or power budgets, m2g also runs admission as the
+// plugins do (decide() at submit and release, gate() before placement) on a
+// feed whose draw is the simulated one; every policy's cap violations are
+// measured. No Slurm, no globals, no randomness but the seeded streams.
 #pragma once
 
 #include <cstdint>

@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "topology/config.hpp"
 #include "topology/error.hpp"
+#include "topology/signals.hpp"
 #include "topology/sim.hpp"
 #include "topology/trace.hpp"
 
@@ -188,21 +190,32 @@ TEST(SimOptions, ScaleGpusRoundsUpToNodesAndRejectsWhatNeverFits)
     EXPECT_THROW(run("placement.csv", SimPolicy::M2G, o), Error);
 }
 
-// Offered load = node-seconds / (nodes x submit span): 1180 / (8 x 3).
+// Offered load with arrivals stretched by f counts each job's GPU-seconds
+// inside the window of 3f s: [24 min(100, 3f) + 32 min(10, 2f) + 8 min(50, f)
+// + 8 min(200, 0)] / (32 x 3f). For f > 50 that is 3120 / 96f, which is 0.5
+// at f = 65.
 TEST(SimOptions, LoadScalesInterArrivalTimes)
 {
     SimOptions o;
     o.load = 0.5;
     const SimResult r = run("backfill.csv", SimPolicy::M2G, o);
-    const double factor = 1180.0 / (8 * 3) / 0.5;
-    EXPECT_DOUBLE_EQ(r.arrival_factor, factor);
-    EXPECT_DOUBLE_EQ(r.offered_load, 0.5);
-    EXPECT_DOUBLE_EQ(job(r, "j3").submit, 3 * factor);
-    EXPECT_DOUBLE_EQ(job(r, "j1").submit, factor);
-    EXPECT_DOUBLE_EQ(job(r, "j1").start, 100);  // 98.3: j0 still holds 6 nodes until 100
-    EXPECT_DOUBLE_EQ(job(r, "j2").start, 2 * factor);  // by then nothing runs
+    const double factor = 65;
+    EXPECT_NEAR(r.arrival_factor, factor, 1e-6);
+    EXPECT_NEAR(r.offered_load, 0.5, 1e-9);
+    EXPECT_NEAR(job(r, "j3").submit, 3 * factor, 1e-6);
+    EXPECT_NEAR(job(r, "j1").submit, factor, 1e-6);
+    EXPECT_DOUBLE_EQ(job(r, "j1").start, 100);  // j0 still holds 6 nodes until 100
+    EXPECT_NEAR(job(r, "j2").start, 2 * factor, 1e-6);  // by then nothing runs
     EXPECT_EQ(r.backfilled, 0);
     EXPECT_THROW(run("placement.csv", SimPolicy::M2G, o), Error);  // all submitted at once: no span to scale
+    o.load = 5;  // all at once would still be 1.5
+    try {
+        run("backfill.csv", SimPolicy::M2G, o);
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--load 5: this trace cannot offer that much"), std::string::npos)
+            << e.what();
+    }
 }
 
 TEST(SimOptions, SeedShufflesOnlySameSecondSubmits)
@@ -304,4 +317,201 @@ TEST(Trace, SwfSkipsUnknownRunTimesAndReadsProcessors)
     const SimResult r = simulate(load_model(kDir + "tiny.conf"), t, SimOptions{});
     EXPECT_EQ(r.jobs, 3);
     EXPECT_EQ(r.job_results[1].start, 10);  // 2 nodes next to job 1's one
+}
+
+// ---- GPU-granular jobs, health, power and the signals timeline --------------
+
+namespace {
+
+Trace trace_of(std::initializer_list<TraceJob> jobs)
+{
+    Trace t;
+    t.format = "philly";
+    t.jobs = jobs;
+    return t;
+}
+
+std::string shared_data()
+{
+    const char* d = std::getenv("M2G_DATA");
+    return d ? d : M2G_FIXTURES "/../../../shared/data";
+}
+
+const Model& tiny()
+{
+    static const Model m = load_model(kDir + "tiny.conf");
+    return m;
+}
+
+}  // namespace
+
+// Four 1-GPU jobs share n1 (select/m2g offers nodes with the job's GPUs
+// free, as cons_tres does); the 4-GPU job then takes n2, the best fit.
+TEST(SimGpus, SubNodeJobsShareANode)
+{
+    const Trace t = trace_of({{"g1", 0, 100, 1}, {"g2", 0, 100, 1}, {"g3", 0, 100, 1}, {"g4", 0, 100, 1},
+                              {"w", 0, 100, 4}, {"h", 0, 100, 6}});
+    for (SimPolicy p : kAll) {
+        SCOPED_TRACE(to_string(p));
+        SimOptions o;
+        o.policy = p;
+        const SimResult r = simulate(tiny(), t, o);
+        for (const char* id : {"g1", "g2", "g3", "g4"}) {
+            EXPECT_EQ(job(r, id).placed, Nodes{0});
+            EXPECT_EQ(job(r, id).gpus_per_node, 1);
+        }
+        EXPECT_EQ(job(r, "w").placed, Nodes{1});
+        EXPECT_EQ(job(r, "h").nodes, 2);  // 6 GPUs: 2 nodes x 3
+        EXPECT_EQ(job(r, "h").gpus_per_node, 3);
+        EXPECT_EQ(job(r, "h").start, 0);
+        // 4 + 4 + 6 of 32 GPUs for the whole run; nodes: 4 of 8.
+        EXPECT_DOUBLE_EQ(r.utilisation, 14.0 / 32);
+        EXPECT_DOUBLE_EQ(r.node_utilisation, 4.0 / 8);
+    }
+}
+
+// Nodes down or degraded in the timeline are unusable for every policy.
+TEST(SimHealth, DownAndDegradedNodesAreNeverUsed)
+{
+    const Signals feed = parse_signals(
+        R"({"schema":"m2g.signals/v1","generated_at":1767225600,"health":{"down":"n1","degraded":"n3"}})", "feed",
+        tiny(), 1767225600);
+    const Trace t = trace_of({{"a", 0, 100, 4}, {"b", 0, 100, 4}, {"big", 0, 100, 24}, {"never", 0, 100, 32}});
+    for (SimPolicy p : kAll) {
+        SCOPED_TRACE(to_string(p));
+        SimOptions o;
+        o.policy = p;
+        o.timeline = &feed;
+        const SimResult r = simulate(tiny(), t, o);
+        EXPECT_EQ(r.unusable_nodes, 2);
+        EXPECT_EQ(r.rejected, 1);  // 8 nodes asked, 6 usable
+        EXPECT_EQ(job(r, "never").start, -1);
+        for (const SimJobResult& j : r.job_results)
+            for (int n : j.placed)
+                EXPECT_TRUE(n != 0 && n != 2) << j.id << " on node " << n;
+        // 6 nodes: all usable ones, after a and b end at 100. They lie in 4
+        // NVLink domains, one more than the 3 that 6 nodes need: m2g
+        // (prefer:nvlink) holds out for its PreferWaitSec of 300 s.
+        EXPECT_EQ(job(r, "big").start, p == SimPolicy::M2G ? 300 : 100);
+    }
+}
+
+TEST(SimPower, CdfParsesSamplesAndNamesErrors)
+{
+    const std::string text =
+        "cluster,metric,unit,cdf_pct,value\n"
+        "a,gpu_power,W,0,50\n"
+        "a,gpu_power,W,50,100\n"
+        "a,gpu_power,W,100,400\n"
+        "b,gpu_power,W,0,70\n"
+        "a,gpu_core_temp,C,0,30\n";
+    const PowerCdf c = parse_power_cdf(text, "cdf.csv", "a");
+    ASSERT_EQ(c.points.size(), 3u);
+    EXPECT_DOUBLE_EQ(c.sample(0), 50);
+    EXPECT_DOUBLE_EQ(c.sample(0.25), 75);
+    EXPECT_DOUBLE_EQ(c.sample(0.5), 100);
+    EXPECT_DOUBLE_EQ(c.sample(0.75), 250);
+    EXPECT_DOUBLE_EQ(c.sample(1), 400);
+    auto message = [&](const std::string& t, const std::string& cl) {
+        try {
+            parse_power_cdf(t, "cdf.csv", cl);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_EQ(message(text, "zz"), "cdf.csv: no gpu_power rows for cluster 'zz'; clusters with them: a, b");
+    EXPECT_EQ(message("cluster,metric,unit,cdf_pct,value\na,gpu_power,W,10,90\na,gpu_power,W,20,80\n", "a"),
+              "cdf.csv:3: a CDF must not decrease: 20% at 80 W after 10% at 90 W");
+    EXPECT_EQ(message("cluster,metric,unit,cdf_pct,value\na,gpu_power,W,x,90\n", "a"),
+              "cdf.csv:2: cdf_pct 'x': expected a number from 0 to 100");
+    EXPECT_EQ(message("name,value\n", "a"),
+              "cdf.csv:1: expected a header with the columns cluster, metric, cdf_pct and value (the Acme 2023 "
+              "power/thermal CDF format)");
+}
+
+// The real Acme CDF: draws are seeded, the same for every policy, and
+// inside the CDF's range.
+TEST(SimPower, DrawsAreSeededAndEqualAcrossPolicies)
+{
+    const PowerCdf c = read_power_cdf(shared_data() + "/acme2023_power_thermal_cdf.csv", "kalos");
+    const Trace t = read_trace(kDir + "intent.csv");
+    SimOptions o;
+    o.power = &c;
+    o.seed = 3;
+    o.policy = SimPolicy::M2G;
+    const SimResult a = simulate(tiny(), t, o);
+    o.policy = SimPolicy::FirstFit;
+    const SimResult b = simulate(tiny(), t, o);
+    double energy = 0;
+    for (size_t i = 0; i < a.job_results.size(); ++i) {
+        EXPECT_EQ(a.job_results[i].w_gpu, b.job_results[i].w_gpu);
+        EXPECT_GE(a.job_results[i].w_gpu, c.points.front().second);
+        EXPECT_LE(a.job_results[i].w_gpu, c.points.back().second);
+        energy += a.job_results[i].w_gpu * a.job_results[i].gpus * (a.job_results[i].end - a.job_results[i].start);
+    }
+    EXPECT_NEAR(a.energy_kwh, energy / 3.6e6, 1e-9);
+    EXPECT_NE(a.job_results[0].w_gpu, a.job_results[1].w_gpu);
+}
+
+// Site budget 10 kW; a DR event cuts 5 kW from 100 to 400 s. Training
+// draws its class estimate, 413 W per GPU. A (16 GPUs, 6.608 kW) runs 0-1000;
+// B (4 GPUs, 1.652 kW) arrives during the event; C (16 GPUs) at 600 would
+// take the site to 13.216 kW.
+//   m2g:       decide() defers B to the event's end (400) and C by
+//              PowerRetrySec (300) until A has ended: C starts at 1200. One
+//              violation: A alone is over the 5 kW cap for the whole event.
+//   baselines: B at 150 and C at 600: two violations (the event, and
+//              600-700 over the 10 kW budget), the larger 8.26 - 5 kW.
+TEST(SimPower, DemandResponseThroughDecideAndGate)
+{
+    const Signals feed = parse_signals(R"({"schema":"m2g.signals/v1","generated_at":1767225600,
+        "power":{"site":{"budget_kw":10}},
+        "events":[{"id":"dr1","start":1767225700,"end":1767226000,"curtail_kw":5,"scope":"site"}]})",
+                                       "feed", tiny(), 1767225600);
+    const Trace t = trace_of({{"A", 0, 1000, 16}, {"B", 150, 100, 4}, {"C", 600, 100, 16}});
+    for (SimPolicy p : kAll) {
+        SCOPED_TRACE(to_string(p));
+        SimOptions o;
+        o.policy = p;
+        o.timeline = &feed;
+        const SimResult r = simulate(tiny(), t, o);
+        const bool m2g = p == SimPolicy::M2G;
+        EXPECT_EQ(job(r, "A").start, 0);
+        EXPECT_EQ(job(r, "B").start, m2g ? 400 : 150);
+        EXPECT_EQ(job(r, "B").eligible, m2g ? 400 : 150);
+        EXPECT_EQ(job(r, "C").start, m2g ? 1200 : 600);
+        EXPECT_EQ(r.deferred, m2g ? 2 : 0);
+        EXPECT_EQ(job(r, "B").deferred, m2g);
+        if (m2g) {
+            EXPECT_EQ(job(r, "B").admission.rfind("defer: DR event dr1 (site -5 kW) until 2026-01-01T00:06:40Z", 0), 0u)
+                << job(r, "B").admission;
+        }
+        EXPECT_EQ(r.cap_violations, m2g ? 1 : 2);
+        EXPECT_DOUBLE_EQ(r.cap_violation_s, m2g ? 300 : 400);
+        EXPECT_NEAR(r.cap_peak_over_kw, m2g ? 6.608 - 5 : 8.26 - 5, 1e-9);
+        ASSERT_EQ(r.events.size(), 1u);
+        const SimEventResult& e = r.events[0];
+        EXPECT_EQ(e.id, "dr1");
+        EXPECT_EQ(e.scope, "site");
+        EXPECT_DOUBLE_EQ(e.start, 100);
+        EXPECT_DOUBLE_EQ(e.end, 400);
+        EXPECT_DOUBLE_EQ(e.budget_kw, 5);
+        EXPECT_NEAR(e.draw_at_start_kw, 6.608, 1e-9);
+        EXPECT_NEAR(e.peak_draw_kw, m2g ? 6.608 : 8.26, 1e-9);
+        EXPECT_DOUBLE_EQ(e.response_s, -1);  // A runs past the event
+        EXPECT_DOUBLE_EQ(e.over_s, 300);
+        EXPECT_NEAR(r.peak_site_kw, m2g ? 8.26 : 13.216, 1e-9);
+    }
+}
+
+TEST(SimFormat, JobLogHasOneLinePerJobWithHostlists)
+{
+    const SimResult r = run("placement.csv", SimPolicy::M2G);
+    const std::string log = format_sim_jobs(tiny(), r);
+    EXPECT_EQ(log,
+              "id,gpus,nodes,submit,eligible,start,end,domains,domain_lb,leaves,w_gpu,admission,nodelist\n"
+              "a,4,1,0,0,0,100,1,1,1,413,,\"n1\"\n"
+              "b,8,2,0,0,0,100,1,1,1,413,,\"n[3-4]\"\n"
+              "c,12,3,0,0,0,100,2,2,1,413,,\"n[5-7]\"\n");
 }

@@ -1,0 +1,481 @@
+#!/usr/bin/python3
+"""The simulator scenarios of doc/simulator.md (run by contrib/m2g-scenarios).
+
+Every number comes from `m2g simulate --json`; this script only chooses the
+inputs, runs the commands, and writes doc/results/simulation.md (tables with
+each exact command and the commit) and PNG charts (pycairo). Goals are
+reported, not asserted.
+"""
+import argparse
+import bisect
+import csv
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import cairo
+
+POLICIES = ["m2g", "tree", "block", "firstfit"]
+COLOURS = {"m2g": (0.12, 0.47, 0.71), "tree": (1.0, 0.50, 0.05), "block": (0.17, 0.63, 0.17),
+           "firstfit": (0.55, 0.55, 0.55)}
+EPOCH0 = 1767225600  # 2026-01-01T00:00:00Z: the wall clock of the trace's first submit in the timelines
+SEED = 1
+
+
+class Runner:
+    def __init__(self, args):
+        self.m2g = args.m2g
+        self.data = os.path.abspath(args.data)
+        self.top = os.path.abspath(args.top)
+        self.out = os.path.abspath(args.out)
+        self.tmp = tempfile.mkdtemp(prefix="m2g-scenarios.")
+        self.runs = 0
+        self.wall = 0.0
+
+    def show(self, path):
+        """A path as a reader of doc/results would type it (from the repository top)."""
+        path = os.path.abspath(path)
+        if path.startswith(self.data + "/"):
+            return "../shared/data/" + path[len(self.data) + 1:]
+        if path.startswith(self.top + "/"):
+            return path[len(self.top) + 1:]
+        if path.startswith(self.tmp + "/"):
+            return "$TMP/" + path[len(self.tmp) + 1:]
+        return path
+
+    def simulate(self, topology, policy, scale=1, load=0.0, timeline=None, job_log=None, power=True):
+        args = ["simulate", "--topology", topology, "--trace", os.path.join(self.data, "philly_first20k.csv"),
+                "--policy", policy, "--scale-gpus", str(scale), "--seed", str(SEED)]
+        if load:
+            args += ["--load", str(load)]
+        if power:
+            args += ["--power-cdf", os.path.join(self.data, "acme2023_power_thermal_cdf.csv")]
+        if timeline:
+            args += ["--signals-timeline", timeline]
+        if job_log:
+            args += ["--job-log", job_log]
+        args.append("--json")
+        t0 = time.monotonic()
+        p = subprocess.run([self.m2g] + args, capture_output=True, text=True)
+        self.wall += time.monotonic() - t0
+        self.runs += 1
+        if p.returncode != 0:
+            sys.exit("m2g-scenarios: m2g %s failed (%d):\n%s" % (" ".join(args), p.returncode, p.stderr))
+        r = json.loads(p.stdout)
+        r["command"] = "m2g " + " ".join(self.show(a) if os.path.isabs(a) else a for a in args)
+        return r
+
+
+def pct(x):
+    return "%.2f%%" % (100 * x)
+
+
+def hours(s):
+    return "%.1f" % (s / 3600.0)
+
+
+def commit(top):
+    try:
+        rev = subprocess.run(["git", "-C", top, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", top, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return rev + (" (with uncommitted changes)" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+
+
+def placement_table(rows):
+    out = ["| policy | load | containment | span ratio | leaf span | stranded GPUs | utilisation | "
+           "queue delay mean / p99 (h) | jobs/s |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        out.append("| %s | %.2f | %s | %.3f | %.3f | %s | %s | %s / %s | %.0f |" % (
+            r["policy"], r["offered_load"], pct(r["containment"]), r["span_ratio"], r["leaf_span_ratio"],
+            pct(r["stranded_gpus"]), pct(r["utilisation"]), hours(r["queue_delay_mean_s"]),
+            hours(r["queue_delay_p99_s"]), r["sim_jobs_per_s"]))
+    return out
+
+
+def commands(rows):
+    return ["<details><summary>commands</summary>", "", "```"] + [r["command"] for r in rows] + ["```", "",
+                                                                                             "</details>"]
+
+
+# ---- charts -------------------------------------------------------------------
+
+def bar_panels(path, title, panels, loads, note):
+    """panels: [(label, fmt, {(policy, load): value})]; grouped bars per load."""
+    w, h = 1600, 900
+    s = cairo.ImageSurface(cairo.FORMAT_RGB24, w, h)
+    c = cairo.Context(s)
+    c.set_source_rgb(1, 1, 1)
+    c.paint()
+    c.select_font_face("DejaVu Sans", cairo.FONT_SLANT_NORMAL, cairo.FONT_WEIGHT_BOLD)
+    c.set_font_size(26)
+    c.set_source_rgb(0, 0, 0)
+    c.move_to(40, 45)
+    c.show_text(title)
+    c.select_font_face("DejaVu Sans", cairo.FONT_SLANT_NORMAL, cairo.FONT_WEIGHT_NORMAL)
+    c.set_font_size(16)
+    c.move_to(40, 75)
+    c.show_text(note)
+    pw = (w - 80) / len(panels)
+    for i, (label, fmt, values) in enumerate(panels):
+        x0, y0, ph = 40 + i * pw + 50, 130, h - 260
+        vmax = max(values.values()) if values else 1
+        vmax = vmax * 1.15 if vmax > 0 else 1
+        c.set_font_size(20)
+        c.move_to(x0, y0 - 15)
+        c.show_text(label)
+        c.set_line_width(1)
+        c.set_source_rgb(0.3, 0.3, 0.3)
+        c.move_to(x0, y0)
+        c.line_to(x0, y0 + ph)
+        c.line_to(x0 + pw - 80, y0 + ph)
+        c.stroke()
+        gw = (pw - 100) / len(loads)
+        bw = gw / (len(POLICIES) + 1)
+        for li, load in enumerate(loads):
+            gx = x0 + 10 + li * gw
+            for pi, pol in enumerate(POLICIES):
+                v = values.get((pol, load))
+                if v is None:
+                    continue
+                bh = ph * v / vmax
+                c.set_source_rgb(*COLOURS[pol])
+                c.rectangle(gx + pi * bw, y0 + ph - bh, bw * 0.9, bh)
+                c.fill()
+                c.set_source_rgb(0, 0, 0)
+                c.set_font_size(11)
+                txt = fmt % v
+                ext = c.text_extents(txt)
+                c.move_to(gx + pi * bw + bw * 0.45 - ext.width / 2, y0 + ph - bh - 4)
+                c.show_text(txt)
+            c.set_font_size(15)
+            c.move_to(gx + gw / 2 - 40, y0 + ph + 22)
+            c.show_text("load %.2f" % load)
+    lx = 60
+    c.set_font_size(18)
+    for pol in POLICIES:
+        c.set_source_rgb(*COLOURS[pol])
+        c.rectangle(lx, h - 60, 22, 22)
+        c.fill()
+        c.set_source_rgb(0, 0, 0)
+        c.move_to(lx + 30, h - 43)
+        c.show_text(pol)
+        lx += 160
+    s.write_to_png(path)
+
+
+def draw_series(job_log):
+    """Site GPU draw (kW) over time from a --job-log CSV: (times, kW) step series."""
+    ev = []
+    with open(job_log) as f:
+        for row in csv.DictReader(f):
+            start, end = float(row["start"]), float(row["end"])
+            if start < 0:
+                continue
+            kw = float(row["w_gpu"]) * int(row["gpus"]) / 1000.0
+            ev.append((start, kw))
+            ev.append((end, -kw))
+    ev.sort()
+    t, d, cur = [], [], 0.0
+    for a, b in ev:
+        cur += b
+        if t and t[-1] == a:
+            d[-1] = cur
+        else:
+            t.append(a)
+            d.append(cur)
+    return t, d
+
+
+def draw_at(series, x):
+    t, d = series
+    i = bisect.bisect_right(t, x) - 1
+    return d[i] if i >= 0 else 0.0
+
+
+def dr_chart(path, title, series_by_policy, ev_start, ev_end, budget, cap):
+    w, h = 1600, 900
+    s = cairo.ImageSurface(cairo.FORMAT_RGB24, w, h)
+    c = cairo.Context(s)
+    c.set_source_rgb(1, 1, 1)
+    c.paint()
+    c.select_font_face("DejaVu Sans", cairo.FONT_SLANT_NORMAL, cairo.FONT_WEIGHT_BOLD)
+    c.set_source_rgb(0, 0, 0)
+    c.set_font_size(26)
+    c.move_to(40, 45)
+    c.show_text(title)
+    c.select_font_face("DejaVu Sans", cairo.FONT_SLANT_NORMAL, cairo.FONT_WEIGHT_NORMAL)
+    t0, t1 = ev_start - 3 * 3600, ev_end + 3 * 3600
+    x0, y0, pw, ph = 110, 90, w - 180, h - 220
+    vmax = max([budget] + [draw_at(sr, x) for sr in series_by_policy.values()
+                           for x in range(int(t0), int(t1), 60)]) * 1.1
+
+    def X(t):
+        return x0 + pw * (t - t0) / (t1 - t0)
+
+    def Y(v):
+        return y0 + ph - ph * v / vmax
+
+    c.set_source_rgb(0.93, 0.93, 0.97)
+    c.rectangle(X(ev_start), y0, X(ev_end) - X(ev_start), ph)
+    c.fill()
+    c.set_source_rgb(0.3, 0.3, 0.3)
+    c.set_line_width(1)
+    c.move_to(x0, y0)
+    c.line_to(x0, y0 + ph)
+    c.line_to(x0 + pw, y0 + ph)
+    c.stroke()
+    c.set_font_size(15)
+    for k in range(6):
+        v = vmax * k / 5
+        c.move_to(20, Y(v) + 5)
+        c.show_text("%.0f kW" % v)
+    for hh in range(-3, int((t1 - ev_start) / 3600) + 1):
+        tx = ev_start + hh * 3600
+        c.move_to(X(tx) - 20, y0 + ph + 22)
+        c.show_text("%+d h" % hh)
+    c.set_source_rgb(0.8, 0.0, 0.0)
+    c.set_dash([8, 6])
+    c.set_line_width(2)
+    c.move_to(X(t0), Y(budget))
+    c.line_to(X(ev_start), Y(budget))
+    c.line_to(X(ev_start), Y(cap))
+    c.line_to(X(ev_end), Y(cap))
+    c.line_to(X(ev_end), Y(budget))
+    c.line_to(X(t1), Y(budget))
+    c.stroke()
+    c.set_dash([])
+    for pol, sr in series_by_policy.items():
+        c.set_source_rgb(*COLOURS[pol])
+        c.set_line_width(2.5 if pol == "m2g" else 1.6)
+        first = True
+        prev = None
+        for x in range(int(t0), int(t1), 30):
+            v = draw_at(sr, x)
+            if first:
+                c.move_to(X(x), Y(v))
+                first = False
+            else:
+                c.line_to(X(x), Y(prev))
+                c.line_to(X(x), Y(v))
+            prev = v
+        c.stroke()
+    lx = 120
+    c.set_font_size(18)
+    for pol in series_by_policy:
+        c.set_source_rgb(*COLOURS[pol])
+        c.rectangle(lx, h - 70, 22, 22)
+        c.fill()
+        c.set_source_rgb(0, 0, 0)
+        c.move_to(lx + 30, h - 53)
+        c.show_text(pol + " site draw")
+        lx += 230
+    c.set_source_rgb(0.8, 0, 0)
+    c.move_to(lx, h - 53)
+    c.show_text("- - budget (event: shaded)")
+    s.write_to_png(path)
+
+
+# ---- scenarios ----------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--m2g", required=True)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--top", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    run = Runner(a)
+    os.makedirs(run.out, exist_ok=True)
+    fx = os.path.join(run.top, "test/fixtures")
+    clusters = {8: os.path.join(fx, "nvl72-8rack.conf"), 64: os.path.join(fx, "nvl72-64rack.conf")}
+    loads = [0.8] if a.quick else [0.6, 0.8, 0.95]
+    racks_list = [8] if a.quick else [8, 64]
+    scales = [8] if a.quick else [1, 8]
+    md = ["# Simulator results (`m2g simulate`, issue 7)", "",
+          "- generated by `contrib/m2g-scenarios%s` (contrib/lib/scenarios.py)" % (" --quick" if a.quick else ""),
+          "- commit: %s, %s" % (commit(run.top), time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())),
+          "- trace: Microsoft Philly, first 20,000 jobs (`../shared/data/philly_first20k.csv`); per-GPU power drawn "
+          "per job from the Acme 2023 kalos A100 power CDF (`../shared/data/acme2023_power_thermal_cdf.csv`), "
+          "seed %d; FCFS + EASY backfill; every job `--m2g-class=training`" % SEED,
+          "- policies and metrics: doc/simulator.md. `m2g` is the production engine (and, where a feed or budgets "
+          "exist, job_submit/m2g's decide() and select/m2g's gate()); the others are documented approximations.",
+          "- containment: share of jobs that fit one NVLink domain placed in one; span ratio: mean domains over "
+          "the lower bound (jobs larger than a domain); stranded GPUs: time-averaged share of GPUs idle while a "
+          "job waits; utilisation and stranding are averaged over the busy window (doc/simulator.md).", ""]
+    results = {}
+
+    # 1. Philly on NVL72 racks, as is and GPUs x8, at three loads.
+    md += ["## Philly on GB200 NVL72 racks (18 nodes x 4 GPUs per NVLink domain)", ""]
+    for racks in racks_list:
+        for scale in scales:
+            rows = []
+            for load in loads:
+                for pol in POLICIES:
+                    r = run.simulate(clusters[racks], pol, scale, load)
+                    results[(racks, scale, load, pol)] = r
+                    rows.append(r)
+            md += ["### %d racks (%d GPUs), GPUs x%d" % (racks, racks * 72, scale), ""]
+            md += placement_table(rows) + [""] + commands(rows) + [""]
+    for racks in racks_list:
+        if (racks, 8, 0.8, "m2g") not in results:
+            continue
+        name = "sim-placement-%drack.png" % racks
+        panels = [("containment (jobs <= 72 GPUs)", "%.3f",
+                   {(p, l): results[(racks, 8, l, p)]["containment"] for p in POLICIES for l in loads}),
+                  ("span ratio (jobs > 72 GPUs)", "%.2f",
+                   {(p, l): results[(racks, 8, l, p)]["span_ratio"] for p in POLICIES for l in loads}),
+                  ("stranded GPUs (share)", "%.4f",
+                   {(p, l): results[(racks, 8, l, p)]["stranded_gpus"] for p in POLICIES for l in loads})]
+        bar_panels(os.path.join(run.out, name), "Philly x8 on %d NVL72 racks: placement by policy and load" % racks,
+                   panels, loads, "m2g simulate, seed %d, commit %s" % (SEED, commit(run.top)))
+        md += ["![%s](%s)" % (name, name), ""]
+
+    # 1b. How long m2g waits for a domain (PreferWaitSec), x8, load 0.8.
+    racks = 8 if a.quick else 64
+    waits = [0, 300, 3600] if a.quick else [0, 300, 1800, 7200, 86400]
+    rows = []
+    for wait in waits:
+        conf = os.path.join(run.tmp, "wait-%d.conf" % wait)
+        with open(clusters[racks]) as src, open(conf, "w") as dst:
+            dst.write(src.read() + "\nPreferWaitSec=%d\n" % wait)
+        r = run.simulate(conf, "m2g", 8, 0.8)
+        r["wait"] = wait
+        rows.append(r)
+    md += ["### m2g's wait for a domain, %d racks, Philly x8, load 0.8" % racks, "",
+           "`prefer:nvlink` (the default) holds a job for the fewest NVLink domains until it has waited "
+           "`PreferWaitSec=` (300 s by default), then takes the best placement free. `$TMP/wait-N.conf` is "
+           "the cluster's m2g.conf with `PreferWaitSec=N` appended.", "",
+           "| PreferWaitSec | " + placement_table(rows)[0][2:], "|---:" + placement_table(rows)[1]]
+    for r in rows:
+        md.append("| %d " % r["wait"] + placement_table([r])[2])
+    md += [""] + commands(rows) + [""]
+
+    # 2. The Lingjun fabric: 847 real hosts of 8 GPUs under 119 ToRs.
+    if not a.quick:
+        lj = os.path.join(run.tmp, "lingjun.conf")
+        subprocess.run([run.m2g, "topology", "import-slurm", "--gpus-per-node", "8", "-o", lj,
+                        os.path.join(run.data, "lingjun2023_topology.conf")], check=True)
+        rows = []
+        for scale in (1, 8):
+            for pol in ("m2g", "tree", "firstfit"):
+                rows.append(run.simulate(lj, pol, scale, 0.8))
+        md += ["## Philly on the Alibaba Lingjun fabric (847 hosts x 8 GPUs, 119 ToRs, 3 aggregation, 1 core)", "",
+               "The topology is `m2g topology import-slurm --gpus-per-node 8 -o $TMP/lingjun.conf "
+               "../shared/data/lingjun2023_topology.conf`. Each host is its own NVLink group (8 GPUs), so "
+               "containment is about whole hosts and the span that matters is in ToRs (`leaf span`). `block` is "
+               "left out: topology/block needs multi-node base blocks, which this fabric does not have. Load 0.8.",
+               ""]
+        md += ["| GPUs | " + placement_table(rows)[0][2:], "|---" + placement_table(rows)[1]]
+        for r in rows:
+            md.append("| x%d " % r["scale_gpus"] + placement_table([r])[2])
+        md += [""] + commands(rows) + [""]
+
+    # 3. A quarter of the racks degraded: 2 of 18 nodes down.
+    racks = 8 if a.quick else 64
+    rng = random.Random(SEED)
+    down = []
+    for k in range(0, racks, 4):
+        rack = k + 1
+        for n in sorted(rng.sample(range(1, 19), 2)):
+            down.append(("r%04dn%02d" if racks > 9 else "r%02dn%02d") % (rack, n))
+    degraded = os.path.join(run.tmp, "degraded.json")
+    with open(degraded, "w") as f:
+        json.dump({"schema": "m2g.signals/v1", "generated_at": EPOCH0, "source": "m2g-scenarios",
+                   "health": {"down": ",".join(down)}}, f)
+    rows = [run.simulate(clusters[racks], pol, 8, 0.8, timeline=degraded) for pol in POLICIES]
+    results["degraded"] = rows
+    md += ["## A quarter of the racks degraded (2 of 18 nodes down), %d racks, Philly x8, load 0.8" % racks, "",
+           "`$TMP/degraded.json` is a signals feed whose `health.down` lists %d nodes: two per rack, chosen with "
+           "Python's random.Random(%d), on every fourth rack: `%s`. Down nodes are unusable for every policy." % (
+               len(down), SEED, ",".join(down)), ""]
+    md += placement_table(rows) + [""] + commands(rows) + [""]
+
+    # 4. Demand response: -25% site power for 3 hours, 8 racks, Philly x8, load 0.8.
+    base_log = os.path.join(run.tmp, "dr-base.csv")
+    base = run.simulate(clusters[8], "tree", 8, 0.8, job_log=base_log)
+    series = draw_series(base_log)
+    t, d = series
+    mid = (t[0] + t[-1]) / 2
+    window = [v for x, v in zip(t, d) if x >= mid]
+    p75 = sorted(window)[int(0.75 * (len(window) - 1))]
+    ev_start = next(x for x, v in zip(t, d) if x >= mid and v >= p75)
+    ev_start = float(int(ev_start))
+    d0 = draw_at(series, ev_start)
+    budget = float(int(max(d) * 1.05) + 1)
+    cap = 0.75 * d0
+    ev_end = ev_start + 3 * 3600
+    timeline = os.path.join(run.tmp, "dr.json")
+    feed = {"schema": "m2g.signals/v1", "generated_at": EPOCH0, "source": "m2g-scenarios",
+            "power": {"site": {"budget_kw": budget}},
+            "events": [{"id": "dr-25pct-3h", "start": EPOCH0 + int(ev_start), "end": EPOCH0 + int(ev_end),
+                        "curtail_kw": round(budget - cap, 3), "scope": "site"}]}
+    with open(timeline, "w") as f:
+        json.dump(feed, f)
+    rows, logs = [], {}
+    for pol in POLICIES:
+        logs[pol] = os.path.join(run.tmp, "dr-%s.csv" % pol)
+        rows.append(run.simulate(clusters[8], pol, 8, 0.8, timeline=timeline, job_log=logs[pol]))
+    results["dr"] = rows
+    md += ["## Demand response: -25% site power for 3 hours (8 racks, Philly x8, load 0.8)", "",
+           "A first run (`tree`, no feed) gives the site's GPU draw over time. The event starts at the first moment "
+           "after the middle of the run when the draw reaches its 75th percentile (t = %.0f s, %.1f kW) and asks "
+           "for 25%% less than that for 3 hours: a cap of %.1f kW. The site budget outside the event is the run's "
+           "peak draw plus 5%% (%.0f kW), so only the event binds. The feed (`$TMP/dr.json`):" % (
+               ev_start, d0, cap, budget), "", "```json", json.dumps(feed), "```", "",
+           "| policy | cap violations | time over a cap (s) | largest excess (kW) | draw at start (kW) | "
+           "peak in event (kW) | under the cap after (s) | deferred jobs | queue delay mean (h) | containment |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        e = r["events"][0]
+        md.append("| %s | %d | %.0f | %.1f | %.1f | %.1f | %s | %d | %s | %s |" % (
+            r["policy"], r["cap_violations"], r["cap_violation_s"], r["cap_peak_over_kw"], e["draw_at_start_kw"],
+            e["peak_draw_kw"], "never" if e["response_s"] < 0 else "%.0f" % e["response_s"], r["deferred"],
+            hours(r["queue_delay_mean_s"]), pct(r["containment"])))
+    md += [""] + commands([base] + rows) + [""]
+    dr_chart(os.path.join(run.out, "sim-dr-power.png"),
+             "DR event -25%% for 3 h: site GPU draw, 8 NVL72 racks, Philly x8 (commit %s)" % commit(run.top),
+             {p: draw_series(logs[p]) for p in ("m2g", "tree", "firstfit")}, ev_start, ev_end, budget, cap)
+    md += ["![sim-dr-power.png](sim-dr-power.png)", ""]
+
+    # Goals (reported, not asserted).
+    md += ["## Against the goals (reported, not asserted)", "",
+           "| goal | scenario | m2g | tree | block | firstfit | met by m2g |", "|---|---|---:|---:|---:|---:|---|"]
+    for racks in racks_list:
+        if (racks, 8, 0.8, "m2g") not in results:
+            continue
+        g = {p: results[(racks, 8, 0.8, p)] for p in POLICIES}
+        md.append("| containment >= 99%% (jobs <= 72 GPUs) | Philly x8, %d racks, load 0.8 | %s | %s | %s | %s | %s |" % (
+            racks, *[pct(g[p]["containment"]) for p in POLICIES], "yes" if g["m2g"]["containment"] >= 0.99 else "no"))
+        md.append("| span within 1.05x of the bound | Philly x8, %d racks, load 0.8 | %.3f | %.3f | %.3f | %.3f | %s |" % (
+            racks, *[g[p]["span_ratio"] for p in POLICIES], "yes" if g["m2g"]["span_ratio"] <= 1.05 else "no"))
+        st = g["tree"]["stranded_gpus"]
+        md.append("| stranded GPUs 30%% below tree | Philly x8, %d racks, load 0.8 | %s | %s | %s | %s | %s |" % (
+            racks, *[pct(g[p]["stranded_gpus"]) for p in POLICIES],
+            "yes" if g["m2g"]["stranded_gpus"] <= 0.7 * st else "no (%.2fx tree)" % (
+                g["m2g"]["stranded_gpus"] / st if st > 0 else float("inf"))))
+    dr = {r["policy"]: r for r in results["dr"]}
+    md.append("| no cap violations during DR | -25%% for 3 h, 8 racks | %s | %s | %s | %s | %s |" % (
+        *[str(dr[p]["cap_violations"]) for p in POLICIES], "yes" if dr["m2g"]["cap_violations"] == 0 else "no"))
+    md += ["", "Placement cost per decision at 144 / 2,502 / 25,002 nodes (Google Benchmark, p50/p99): "
+           "[placement-bench.md](placement-bench.md) (`contrib/m2g-bench`).", "",
+           "%d simulations, %.1f s of simulator wall time in all." % (run.runs, run.wall), ""]
+    path = os.path.join(run.out, "simulation.md")
+    with open(path, "w") as f:
+        f.write("\n".join(md))
+    shutil.rmtree(run.tmp, ignore_errors=True)
+    print("m2g-scenarios: %d simulations in %.1f s; wrote %s and charts in %s" % (run.runs, run.wall, path, run.out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# contrib/m2g-scenarios --quick: the scenario script runs the real
+# simulator on the Philly trace, writes the results page with its tables,
+# commands and goals, and draws PNG charts (pycairo). The full run
+# (contrib/m2g-scenarios) writes doc/results/simulation.md the same way.
+# Also checks what `m2g simulate` says about bad input. No Slurm daemon.
+# shellcheck source=test/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+SRC=${M2G_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+BUILD=${M2G_BUILDDIR:-$SRC}
+M2G=$BUILD/src/cli/m2g
+DATA=${M2G_DATA:-$(cd "$SRC/.." && pwd)/shared/data}
+T=$TB_TMP
+
+if [[ ! -r $DATA/philly_first20k.csv ]]; then
+	skip "scenarios" "no ../shared/data (M2G_DATA) here"
+	exit 0
+fi
+
+rc=0
+M2G=$M2G M2G_DATA=$DATA M2G_RESULTS=$T/out "$SRC/contrib/m2g-scenarios" --quick >"$T/log" 2>&1 || rc=$?
+is "$rc" 0 "m2g-scenarios --quick exits 0"
+[[ $rc == 0 ]] || diag "$(tail -20 "$T/log")"
+md=$T/out/simulation.md
+ok "[[ -s $md ]]" "it writes simulation.md"
+ok "grep -Eq '^- commit: ([0-9a-f]{7,}|unknown \(not a git checkout\))' $md" "the page names the commit"
+ok "grep -q '^m2g simulate --topology test/fixtures/nvl72-8rack.conf --trace ../shared/data/philly_first20k.csv --policy tree' $md" \
+	"the page gives the exact commands, with paths as a reader types them"
+for p in m2g tree block firstfit; do
+	ok "grep -Eq '^\| $p \| 0\.80 \| [0-9.]+% \| [0-9.]+ \|' $md" "placement row for $p at load 0.80"
+done
+ok "grep -q '^| no cap violations during DR |' $md" "the goals table reports the DR goal"
+ok "grep -q 'dr-25pct-3h' $md" "the DR feed is shown"
+# The DR table: tree keeps starting jobs during the event, m2g does not.
+m2g_peak=$(awk -F'|' '/^\| m2g \| [0-9]+ \| [0-9]+ \|/ {gsub(/ /,"",$7); print $7}' "$md")
+tree_peak=$(awk -F'|' '/^\| tree \| [0-9]+ \| [0-9]+ \|/ {gsub(/ /,"",$7); print $7}' "$md")
+diag "peak draw in the DR event: m2g $m2g_peak kW, tree $tree_peak kW"
+ok "awk 'BEGIN { exit !($m2g_peak + 0 < $tree_peak + 0) }'" "m2g's peak draw during the event is below tree's"
+for png in sim-placement-8rack.png sim-dr-power.png; do
+	ok "[[ \$(head -c 8 $T/out/$png | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]]" "$png is a PNG"
+	w=$(od -An -tu1 -j16 -N8 "$T/out/$png" | awk '{print $3*256+$4 "x" $7*256+$8}')
+	is "$w" "1600x900" "$png is 1600x900"
+done
+
+# Bad input says what is wrong and what is accepted.
+run() { rc=0; "$@" >"$T/o" 2>"$T/e" || rc=$?; }
+run "$M2G" simulate --topology "$SRC/test/fixtures/sim/tiny.conf" --trace "$SRC/test/fixtures/sim/placement.csv" \
+	--power-cdf "$DATA/acme2023_power_thermal_cdf.csv" --power-cluster nope
+is "$rc" 1 "an unknown power cluster fails"
+ok "grep -q \"no gpu_power rows for cluster 'nope'; clusters with them: kalos, seren\" $T/e" "and names the clusters there are"
+echo '{"schema":"m2g.signals/v1","generated_at":1767225600,"health":{"down":"zz9"}}' >"$T/bad.json"
+run "$M2G" simulate --topology "$SRC/test/fixtures/sim/tiny.conf" --trace "$SRC/test/fixtures/sim/placement.csv" \
+	--signals-timeline "$T/bad.json"
+is "$rc" 1 "a timeline naming an unknown node fails"
+ok "grep -q 'zz9' $T/e" "and names it: $(head -1 "$T/e")"
+run "$M2G" simulate --topology "$SRC/test/fixtures/sim/tiny.conf" --trace "$SRC/test/fixtures/sim/placement.csv" \
+	--class nosuch
+is "$rc" 1 "an unknown class fails"
+ok "grep -q 'training' $T/e" "and lists the classes: $(head -1 "$T/e")"
+run "$M2G" simulate --topology "$SRC/test/fixtures/sim/tiny.conf" --trace "$SRC/test/fixtures/sim/placement.csv" \
+	--job-log "$T/jobs.csv"
+is "$rc" 0 "--job-log runs"
+is "$(cat "$T/jobs.csv")" 'id,gpus,nodes,submit,eligible,start,end,domains,domain_lb,leaves,w_gpu,admission,nodelist
+a,4,1,0,0,0,100,1,1,1,413,,"n1"
+b,8,2,0,0,0,100,1,1,1,413,,"n[3-4]"
+c,12,3,0,0,0,100,2,2,1,413,,"n[5-7]"' "and writes one line per job with its nodes"
+done_testing
