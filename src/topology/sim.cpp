@@ -594,42 +594,24 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
     // The load window leaves out the first 1% of submissions: traces cut
     // from a longer log (Philly's first 20,000 jobs) open with weeks of a
     // few jobs, and counting that ramp would halve the load of the weeks
-    // where the work is. Only the jobs submitted in the window count, and
-    // each only for the part of its run that falls inside the window (a
-    // month-long job submitted near its end adds little): the offered load
-    // with arrivals stretched by f is
-    //   L(f) = sum_j g_j min(d_j, f (S - s_j)) / (G f S)
-    // (s_j: submit from the window's start, S: the window, G: GPUs), which
-    // falls as f grows; --load finds f by bisection.
+    // where the work is. Only the jobs submitted in the window count:
+    // offered load = GPU-seconds asked / (GPUs x window), the usual
+    // arrival rate x mean demand / capacity.
     const size_t w0 = jobs.size() / 100;
     const double window_start = jobs.empty() ? 0 : jobs[w0].submit;
     const double submit_span = jobs.empty() ? 0 : jobs.back().submit - window_start;
-    auto load_at = [&](double f) {
-        double work = 0;
-        for (size_t i = w0; i < jobs.size(); ++i)
-            work += static_cast<double>(jobs[i].nodes) * jobs[i].gpus_per_node *
-                    std::min(duration[i], f * (jobs.back().submit - jobs[i].submit));
-        return work / (static_cast<double>(total_gpus) * f * submit_span);
-    };
-    const double natural_load = submit_span > 0 ? load_at(1.0) : 0;
+    double gpu_seconds_asked = 0;
+    for (size_t i = w0; i < jobs.size(); ++i)
+        gpu_seconds_asked += static_cast<double>(jobs[i].nodes) * jobs[i].gpus_per_node * duration[i];
+    const double natural_load = submit_span > 0 ? gpu_seconds_asked / (total_gpus * submit_span) : 0;
     if (opts.load > 0) {
         if (submit_span <= 0 || natural_load <= 0)
             throw Error("--load needs jobs submitted at different times with some run time");
-        double lo = 1e-9, hi = 1e9;  // load_at(lo) >= target >= load_at(hi), unless out of reach
-        if (load_at(lo) < opts.load)
-            throw Error("--load " + num(opts.load) + ": this trace cannot offer that much on this cluster "
-                        "(at most " + num(load_at(lo)) + " with every arrival at once)");
-        for (int it = 0; it < 200 && hi - lo > 1e-12 * hi; ++it) {
-            const double mid = std::sqrt(lo * hi);
-            (load_at(mid) >= opts.load ? lo : hi) = mid;
-        }
-        r.arrival_factor = lo;
-        r.offered_load = load_at(lo);
+        r.arrival_factor = natural_load / opts.load;
         for (SimJobResult& j : jobs)
             j.submit = first_submit + (j.submit - first_submit) * r.arrival_factor;
     }
-    if (opts.load <= 0)
-        r.offered_load = natural_load;
+    r.offered_load = r.arrival_factor > 0 && natural_load > 0 ? natural_load / r.arrival_factor : 0;
     for (SimJobResult& j : jobs)
         j.eligible = j.submit;
     auto epoch = [&](double t) { return epoch0 + static_cast<int64_t>(std::floor(t - first_submit)); };
