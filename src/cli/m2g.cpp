@@ -11,6 +11,9 @@
 //   m2g simulate --topology FILE --trace FILE [--policy m2g|tree|block|firstfit]
 //                [--scale-gpus K] [--load L] [--seed S] [--signals-timeline FEED]
 //                [--power-cdf CSV [--power-cluster C]] [--class CLASS] [--job-log FILE] [--json]
+//   m2g discover node [--json | --signals] [--hostname NAME] [--hwloc-xml FILE] [--nvml-library PATH]
+//   m2g discover fabric FILE|- [--json]
+//   m2g discover merge NODE.json... [--fabric FILE] [--slurm-names s/RE/REPL/] [--cluster-name NAME] [-o FILE]
 //   m2g signals validate [--conf M2G.CONF] [--at TIME] FILE
 //   m2g signals show [--conf M2G.CONF] [--status FILE | --file FEED] [--at TIME] [--json]
 //   m2g explain JOBID [--json] [--conf M2G.CONF]          (a running Slurm: SLURM_CONF)
@@ -36,7 +39,9 @@
 #include <vector>
 
 #include "m2g_config.h"
+#include "discover/probe.hpp"
 #include "topology/config.hpp"
+#include "topology/discover.hpp"
 #include "topology/error.hpp"
 #include "topology/export.hpp"
 #include "topology/hostlist.hpp"
@@ -182,6 +187,17 @@ SignalsSource read_signals_source(const m2g::Model& m, const std::string& conf, 
     return src;
 }
 
+// A file's text, or standard input for "-".
+std::string read_input(const std::string& path)
+{
+    if (path != "-")
+        return m2g::read_text_file(path);
+    std::ostringstream ss;
+    ss << std::cin.rdbuf();
+    return ss.str();
+}
+std::string input_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+
 // `m2g simulate`: replay a trace on the model with one placement policy.
 struct SimulateArgs {
     std::string topology, trace, policy = "m2g", timeline, power_cdf, power_cluster = "kalos", job_log;
@@ -305,6 +321,33 @@ int main(int argc, char** argv)
     simulate->add_option("--job-log", sim.job_log, "write one CSV line per job (start, end, nodes) to this file");
     simulate->add_flag("--json", sim.json, "one JSON object");
 
+    auto* disc = app.add_subcommand(
+        "discover", "Discover node and fabric topology (hwloc, libibverbs, NVML, ibnetdiscover) and write m2g.conf");
+    disc->require_subcommand(1);
+    m2g::ProbeOptions probe_opts;
+    std::string fabric_file, slurm_names, cluster_name = "m2g", node_hostname;
+    std::vector<std::string> node_files;
+    bool signals_only = false;
+    auto* dnode = disc->add_subcommand(
+        "node", "This node: CPUs, NUMA, GPUs, RDMA NICs, NVLink fabric (clique) and health; exit 0 without GPUs");
+    dnode->add_flag("--json", as_json, "one JSON object (schema m2g.node/v1), the input of discover merge");
+    dnode->add_flag("--signals", signals_only, "print only the m2g.signals/v1 health document for the feed");
+    dnode->add_option("--hostname", node_hostname, "the host name the facts carry (default: this host's short name)");
+    dnode->add_option("--hwloc-xml", probe_opts.hwloc_xml, "read the topology from an hwloc XML export, not this machine");
+    dnode->add_option("--nvml-library", probe_opts.nvml_library,
+                      "the NVML library to load (default $M2G_NVML_LIBRARY, else libnvidia-ml.so.1)");
+    auto* dfabric = disc->add_subcommand("fabric", "Parse ibnetdiscover output into leaf/spine switches with link rates");
+    dfabric->add_option("FILE", fabric_file, "ibnetdiscover output, or - for standard input")->required();
+    dfabric->add_flag("--json", as_json, "one JSON object");
+    auto* dmerge = disc->add_subcommand("merge", "Write the cluster's m2g.conf from node facts and the fabric");
+    dmerge->add_option("NODE_JSON", node_files, "files written by `m2g discover node --json`, one per node")
+        ->required();
+    dmerge->add_option("--fabric", fabric_file, "ibnetdiscover output (leaf and spine switches), - for stdin");
+    dmerge->add_option("--slurm-names", slurm_names,
+                       "s/REGEX/REPLACEMENT/ turning host names into Slurm NodeNames (\\1 and & allowed)");
+    dmerge->add_option("--cluster-name", cluster_name, "ClusterName= to write (default m2g)");
+    dmerge->add_option("-o,--output", output, "write to this file instead of standard output");
+
     auto* sig = app.add_subcommand("signals", "Validate and show the live signals feed (doc/signals.md)");
     sig->require_subcommand(1);
     std::string conf, feed_file, status_file, at;
@@ -393,6 +436,30 @@ int main(int argc, char** argv)
                 return kExitWouldWait;
         } else if (*simulate) {
             run_simulate(sim);
+        } else if (*dnode) {
+            m2g::NodeFacts f = m2g::probe_node(probe_opts);
+            if (!node_hostname.empty())
+                f.hostname = node_hostname;
+            std::cout << (signals_only ? m2g::node_signals_json(f)
+                          : as_json    ? m2g::node_facts_json(f)
+                                       : m2g::format_node_facts(f));
+        } else if (*dfabric) {
+            std::cout << m2g::format_fabric(m2g::parse_ibnetdiscover(read_input(fabric_file), input_name(fabric_file)),
+                                            as_json);
+        } else if (*dmerge) {
+            std::vector<m2g::NodeFacts> nodes;
+            for (const std::string& f : node_files)
+                nodes.push_back(m2g::parse_node_facts(read_input(f), input_name(f)));
+            m2g::Fabric fabric;
+            if (!fabric_file.empty())
+                fabric = m2g::parse_ibnetdiscover(read_input(fabric_file), input_name(fabric_file));
+            m2g::MergeOptions mo;
+            mo.slurm_names = slurm_names;
+            mo.cluster_name = cluster_name;
+            const m2g::MergeResult r = m2g::merge_discovery(nodes, fabric_file.empty() ? nullptr : &fabric, mo);
+            for (const std::string& w : r.warnings)
+                std::cerr << "m2g: warning: " << w << "\n";
+            emit(r.conf, output);
         } else if (*svalidate || *sshow) {
             if (conf.empty())
                 conf = m2g::conf_path(kDefaultConf);

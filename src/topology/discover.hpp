@@ -90,6 +90,12 @@ std::vector<std::string> node_problems(const NodeFacts& f);
 // "degraded": this host when there are problems, no health otherwise) an
 // agent can hand to the feed.
 std::string node_facts_json(const NodeFacts& f);
+// Just the "signals" document of node_facts_json() (`m2g discover node
+// --signals`): an m2g.signals/v1 feed naming this host degraded when
+// node_problems() is not empty.
+std::string node_signals_json(const NodeFacts& f);
+// `m2g discover node` without --json: a few labelled lines.
+std::string format_node_facts(const NodeFacts& f);
 // Parse what node_facts_json() wrote. Throws ParseError naming `file`, the
 // JSON path and what is accepted.
 NodeFacts parse_node_facts(const std::string& text, const std::string& file);

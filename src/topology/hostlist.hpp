@@ -74,4 +74,8 @@ std::vector<std::string> hostlist_expand(std::string_view expr);
 // the same input (the names joined with ','). Throws m2g::ParseError.
 std::string hostlist_compress(const std::vector<std::string>& names);
 
+// Natural order of names: digit runs compare as numbers ("n2" < "n10",
+// "mlx5_2" < "mlx5_10"); equal numbers with more leading zeros sort later.
+bool natural_less(const std::string& a, const std::string& b);
+
 }  // namespace m2g

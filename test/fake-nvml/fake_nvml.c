@@ -1,0 +1,339 @@
+/* A fake libnvidia-ml.so.1 for m2g's probe tests (test/unit/test_probe.cpp).
+ *
+ * It exports exactly the NVML entry points src/discover/probe.cpp looks up
+ * with dlsym, with the signatures of NVIDIA's public NVML API reference
+ * (written here from the documentation, not copied from nvml.h), and answers
+ * from environment variables read at each call, so one test process can
+ * switch scenarios between probes:
+ *
+ *   FAKE_NVML_INIT_ERROR=N      nvmlInit_v2 returns NVML error N (9 = Driver
+ *                               Not Loaded); default 0, success.
+ *   FAKE_NVML_GPUS=N            number of GPUs (default 4; 0 is allowed).
+ *   FAKE_NVML_BUSIDS=a,b,...    busId of GPU 0, 1, ... as NVML prints them
+ *                               (default the GPUs of
+ *                               test/fixtures/discover/nvl72-node.xml:
+ *                               00000008:03:00.0,00000009:03:00.0,
+ *                               00000018:03:00.0,00000019:03:00.0). GPUs past
+ *                               the list get 00000000:4N:00.0.
+ *   FAKE_NVML_NAME=text         every GPU's name (default "NVIDIA GB200").
+ *   FAKE_NVML_DRIVER=text       driver version (default "570.133.20").
+ *   FAKE_NVML_LOST_GPU=N        GPU N's nvmlDeviceGetPciInfo_v3 fails with
+ *                               NVML_ERROR_GPU_IS_LOST (15).
+ *   FAKE_NVML_FABRIC=WORD       nvmlDeviceGetGpuFabricInfo: "completed"
+ *                               (default), "in_progress", "not_started",
+ *                               "not_supported" (success, with that state),
+ *                               "unsupported" (returns NVML_ERROR_NOT_SUPPORTED,
+ *                               as on a GPU without fabric), "error" (returns
+ *                               NVML_ERROR_UNKNOWN).
+ *   FAKE_NVML_FABRIC_STATUS=N   the registration status when completed
+ *                               (default 0, success).
+ *   FAKE_NVML_CLUSTER_UUID=uuid cluster UUID, 36-character text (default
+ *                               5f1b6c2e-8d3a-4b7e-9c41-2a6e0d7f3b90).
+ *   FAKE_NVML_CLIQUE=N          clique id (default 7).
+ *   FAKE_NVML_LINKS=N           NVLinks per GPU (default 18): links 0..N-1
+ *                               answer nvmlDeviceGetNvLinkState, the others
+ *                               return NVML_ERROR_NOT_SUPPORTED.
+ *   FAKE_NVML_INACTIVE_LINKS=g:l,...  these links of these GPUs answer
+ *                               NVML_FEATURE_DISABLED (e.g. "2:0,2:1": GPU 2
+ *                               has two inactive links).
+ *
+ * GPU i's UUID is GPU-8c1d7a2e-0b3f-4c5d-9e6f-00000000000i (12 hex digits).
+ * Calls other than nvmlInit_v2 and nvmlErrorString before a successful
+ * nvmlInit_v2 return NVML_ERROR_UNINITIALIZED, as NVML does.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int nvmlReturn_t;
+typedef struct fake_device* nvmlDevice_t;
+typedef int nvmlEnableState_t;
+typedef unsigned char nvmlGpuFabricState_t;
+
+typedef struct {
+    char busIdLegacy[16];
+    unsigned int domain;
+    unsigned int bus;
+    unsigned int device;
+    unsigned int pciDeviceId;
+    unsigned int pciSubSystemId;
+    char busId[32];
+} nvmlPciInfo_t;
+
+typedef struct {
+    unsigned char clusterUuid[16];
+    nvmlReturn_t status;
+    unsigned int cliqueId;
+    nvmlGpuFabricState_t state;
+} nvmlGpuFabricInfo_t;
+
+enum {
+    NVML_SUCCESS = 0,
+    NVML_ERROR_UNINITIALIZED = 1,
+    NVML_ERROR_INVALID_ARGUMENT = 2,
+    NVML_ERROR_NOT_SUPPORTED = 3,
+    NVML_ERROR_INSUFFICIENT_SIZE = 7,
+    NVML_ERROR_GPU_IS_LOST = 15,
+    NVML_ERROR_UNKNOWN = 999,
+};
+
+#define FAKE_MAX_GPUS 64
+#define FAKE_MAX_LINKS 18
+
+struct fake_device {
+    unsigned index;
+};
+
+static struct fake_device devices[FAKE_MAX_GPUS];
+static int init_count;
+
+static const char* env_or(const char* name, const char* fallback)
+{
+    const char* v = getenv(name);
+    return v && *v ? v : fallback;
+}
+
+static long env_long(const char* name, long fallback)
+{
+    const char* v = getenv(name);
+    return v && *v ? strtol(v, NULL, 0) : fallback;
+}
+
+static unsigned gpu_count(void)
+{
+    long n = env_long("FAKE_NVML_GPUS", 4);
+    if (n < 0)
+        n = 0;
+    if (n > FAKE_MAX_GPUS)
+        n = FAKE_MAX_GPUS;
+    return (unsigned)n;
+}
+
+static int device_index(nvmlDevice_t d)
+{
+    if (!d || d < devices || d >= devices + FAKE_MAX_GPUS || d->index >= gpu_count())
+        return -1;
+    return (int)d->index;
+}
+
+/* Field `which` of a comma-separated list into out; 0 when absent. */
+static int list_item(const char* list, unsigned which, char* out, size_t size)
+{
+    const char* p = list;
+    for (unsigned i = 0; i < which && p; ++i) {
+        p = strchr(p, ',');
+        if (p)
+            ++p;
+    }
+    if (!p || !*p)
+        return 0;
+    size_t n = strcspn(p, ",");
+    if (n == 0 || n >= size)
+        return 0;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return 1;
+}
+
+static void bus_id(unsigned i, char* out, size_t size)
+{
+    const char* list =
+        env_or("FAKE_NVML_BUSIDS", "00000008:03:00.0,00000009:03:00.0,00000018:03:00.0,00000019:03:00.0");
+    if (!list_item(list, i, out, size))
+        snprintf(out, size, "00000000:%02X:00.0", 0x40 + i);
+}
+
+static int link_inactive(unsigned gpu, unsigned link)
+{
+    const char* p = getenv("FAKE_NVML_INACTIVE_LINKS");
+    while (p && *p) {
+        unsigned g, l;
+        if (sscanf(p, "%u:%u", &g, &l) == 2 && g == gpu && l == link)
+            return 1;
+        p = strchr(p, ',');
+        if (p)
+            ++p;
+    }
+    return 0;
+}
+
+nvmlReturn_t nvmlInit_v2(void)
+{
+    long e = env_long("FAKE_NVML_INIT_ERROR", 0);
+    if (e != 0)
+        return (nvmlReturn_t)e;
+    for (unsigned i = 0; i < FAKE_MAX_GPUS; ++i)
+        devices[i].index = i;
+    ++init_count;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlShutdown(void)
+{
+    if (init_count == 0)
+        return NVML_ERROR_UNINITIALIZED;
+    --init_count;
+    return NVML_SUCCESS;
+}
+
+const char* nvmlErrorString(nvmlReturn_t r)
+{
+    switch (r) {
+    case 0: return "Success";
+    case 1: return "Uninitialized";
+    case 2: return "Invalid Argument";
+    case 3: return "Not Supported";
+    case 4: return "Insufficient Permissions";
+    case 6: return "Not Found";
+    case 7: return "Insufficient Size";
+    case 9: return "Driver Not Loaded";
+    case 12: return "NVML Shared Library Not Found";
+    case 15: return "GPU is lost";
+    case 18: return "No data";
+    }
+    return "Unknown Error";
+}
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length)
+{
+    if (!init_count)
+        return NVML_ERROR_UNINITIALIZED;
+    const char* v = env_or("FAKE_NVML_DRIVER", "570.133.20");
+    if (!version)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (strlen(v) + 1 > length)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    strcpy(version, v);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count)
+{
+    if (!init_count)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *count = gpu_count();
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device)
+{
+    if (!init_count)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!device || index >= gpu_count())
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *device = &devices[index];
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length)
+{
+    if (!init_count)
+        return NVML_ERROR_UNINITIALIZED;
+    if (device_index(device) < 0 || !name)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    const char* v = env_or("FAKE_NVML_NAME", "NVIDIA GB200");
+    if (strlen(v) + 1 > length)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    strcpy(name, v);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length)
+{
+    if (!init_count)
+        return NVML_ERROR_UNINITIALIZED;
+    int i = device_index(device);
+    if (i < 0 || !uuid)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    char buf[96];
+    snprintf(buf, sizeof buf, "GPU-8c1d7a2e-0b3f-4c5d-9e6f-%012x", (unsigned)i);
+    if (strlen(buf) + 1 > length)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    strcpy(uuid, buf);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci)
+{
+    if (!init_count)
+        return NVML_ERROR_UNINITIALIZED;
+    int i = device_index(device);
+    if (i < 0 || !pci)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (env_long("FAKE_NVML_LOST_GPU", -1) == i)
+        return NVML_ERROR_GPU_IS_LOST;
+    memset(pci, 0, sizeof *pci);
+    bus_id((unsigned)i, pci->busId, sizeof pci->busId);
+    unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+    sscanf(pci->busId, "%x:%x:%x.%x", &domain, &bus, &dev, &fn);
+    pci->domain = domain;
+    pci->bus = bus;
+    pci->device = dev;
+    snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.%X", domain & 0xffff, bus & 0xff, dev & 0x1f,
+             fn & 7);
+    pci->pciDeviceId = 0x294110de; /* GB200: device 0x2941, vendor 0x10de */
+    pci->pciSubSystemId = 0x20ed10de;
+    return NVML_SUCCESS;
+}
+
+static int parse_uuid(const char* text, unsigned char out[16])
+{
+    unsigned n = 0;
+    for (const char* p = text; *p; ++p) {
+        if (*p == '-')
+            continue;
+        unsigned v;
+        if (n >= 32 || sscanf(p, "%1x", &v) != 1)
+            return 0;
+        if (n % 2 == 0)
+            out[n / 2] = (unsigned char)(v << 4);
+        else
+            out[n / 2] |= (unsigned char)v;
+        ++n;
+    }
+    return n == 32;
+}
+
+nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t* info)
+{
+    if (!init_count)
+        return NVML_ERROR_UNINITIALIZED;
+    if (device_index(device) < 0 || !info)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    const char* mode = env_or("FAKE_NVML_FABRIC", "completed");
+    if (strcmp(mode, "unsupported") == 0)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (strcmp(mode, "error") == 0)
+        return NVML_ERROR_UNKNOWN;
+    memset(info, 0, sizeof *info);
+    if (strcmp(mode, "not_supported") == 0)
+        info->state = 0;
+    else if (strcmp(mode, "not_started") == 0)
+        info->state = 1;
+    else if (strcmp(mode, "in_progress") == 0)
+        info->state = 2;
+    else
+        info->state = 3;
+    if (info->state == 3) {
+        info->status = (nvmlReturn_t)env_long("FAKE_NVML_FABRIC_STATUS", 0);
+        if (!parse_uuid(env_or("FAKE_NVML_CLUSTER_UUID", "5f1b6c2e-8d3a-4b7e-9c41-2a6e0d7f3b90"), info->clusterUuid))
+            return NVML_ERROR_UNKNOWN;
+        info->cliqueId = (unsigned)env_long("FAKE_NVML_CLIQUE", 7);
+    }
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, nvmlEnableState_t* isActive)
+{
+    if (!init_count)
+        return NVML_ERROR_UNINITIALIZED;
+    int i = device_index(device);
+    if (i < 0 || !isActive || link >= FAKE_MAX_LINKS)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if ((long)link >= env_long("FAKE_NVML_LINKS", FAKE_MAX_LINKS))
+        return NVML_ERROR_NOT_SUPPORTED;
+    *isActive = link_inactive((unsigned)i, link) ? 0 : 1;
+    return NVML_SUCCESS;
+}
