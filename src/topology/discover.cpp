@@ -188,6 +188,18 @@ NameRule parse_name_rule(const std::string& pattern)
     return r;
 }
 
+// "0x0002C903..." and "0x2c903..." are the same GUID.
+std::string lower_guid(const std::string& g)
+{
+    std::string h = g;
+    if (h.size() > 2 && h[0] == '0' && (h[1] == 'x' || h[1] == 'X'))
+        h = h.substr(2);
+    for (char& c : h)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    h.erase(0, std::min(h.find_first_not_of('0'), h.size() ? h.size() - 1 : 0));
+    return h;
+}
+
 bool valid_name(const std::string& s)
 {
     if (s.empty())
@@ -232,14 +244,27 @@ std::string num(double v)
 
 std::vector<std::string> node_problems(const NodeFacts& f)
 {
+    // Ports: a link that is up but not active (init, armed) is a problem; a
+    // port that is down may simply be uncabled (the second port of a
+    // dual-port HCA, an unused Ethernet port), so "down" counts only when no
+    // port of the node is active: the node has lost its network.
     std::vector<std::string> out;
+    bool any_active = false;
     for (const HcaFacts& h : f.hcas)
         for (const PortFacts& p : h.ports)
-            if (p.state != "active")
+            any_active = any_active || p.state == "active";
+    for (const HcaFacts& h : f.hcas)
+        for (const PortFacts& p : h.ports)
+            if (p.state != "active" && (p.state != "down" || !any_active))
                 out.push_back(h.name + " port " + std::to_string(p.port) + " " +
                               (p.state.empty() ? std::string("state unknown") : p.state));
     for (const GpuFacts& g : f.gpus) {
-        if (g.nvlinks > 0 && g.nvlinks_active >= 0 && g.nvlinks_active < g.nvlinks)
+        // NVLinks: some up and some not, or fewer than all on a GPU of an
+        // NVLink fabric (NVL72). A PCIe card without a bridge reports every
+        // link down: that is its design, not a fault.
+        const bool nvl_fabric = g.fabric_known && g.fabric_state == "completed";
+        if (g.nvlinks > 0 && g.nvlinks_active >= 0 && g.nvlinks_active < g.nvlinks &&
+            (g.nvlinks_active > 0 || nvl_fabric))
             out.push_back(gpu_label(g) + ": " + std::to_string(g.nvlinks - g.nvlinks_active) + " of " +
                           std::to_string(g.nvlinks) + " NVLinks inactive");
         if (g.fabric_known && g.fabric_state != "completed" && g.fabric_state != "not_supported")
@@ -248,6 +273,8 @@ std::vector<std::string> node_problems(const NodeFacts& f)
         else if (g.fabric_known && g.fabric_state == "completed" && !g.fabric_status.empty() &&
                  g.fabric_status != "success")
             out.push_back(gpu_label(g) + ": NVLink fabric registration failed: " + g.fabric_status);
+        else if (!g.fabric_known && !g.fabric_status.empty() && g.fabric_state != "not_supported")
+            out.push_back(gpu_label(g) + ": NVML fabric query failed: " + g.fabric_status);
     }
     return out;
 }
@@ -297,14 +324,15 @@ std::string node_facts_json(const NodeFacts& f)
     json_object* gpus = json_object_new_array();
     for (const GpuFacts& g : f.gpus) {
         json_object* j = json_object_new_object();
-        json_object_object_add(j, "index", json_object_new_int(g.index));
+        json_object_object_add(j, "index", int_or_null(g.index, -1));
         json_object_object_add(j, "pci_bus_id", str_or_null(g.pci_bus_id));
         json_object_object_add(j, "name", str_or_null(g.name));
         json_object_object_add(j, "uuid", str_or_null(g.uuid));
         json_object_object_add(j, "numa_node", int_or_null(g.numa_node, -1));
         json_object_object_add(j, "closest_nic", str_or_null(g.closest_nic));
-        if (g.fabric_known) {
+        if (g.fabric_known || !g.fabric_state.empty() || !g.fabric_status.empty()) {
             json_object* fab = json_object_new_object();
+            json_object_object_add(fab, "known", json_object_new_boolean(g.fabric_known));
             json_object_object_add(fab, "cluster_uuid", str_or_null(g.cluster_uuid));
             json_object_object_add(fab, "clique_id", json_object_new_int64(g.clique_id));
             json_object_object_add(fab, "state", str_or_null(g.fabric_state));
@@ -435,7 +463,7 @@ NodeFacts parse_node_facts(const std::string& text, const std::string& file)
             if (!json_object_is_type(j, json_type_object))
                 r.fail(path, "expected an object");
             GpuFacts g;
-            g.index = static_cast<int>(r.integer(j, "index", path, -1, 0, 1 << 16));
+            g.index = static_cast<int>(r.integer(j, "index", path, -1, 0, 1 << 16));  // null: NVML did not list it
             g.pci_bus_id = r.str(j, "pci_bus_id", path);
             g.name = r.str(j, "name", path);
             g.uuid = r.str(j, "uuid", path);
@@ -443,7 +471,7 @@ NodeFacts parse_node_facts(const std::string& text, const std::string& file)
             g.closest_nic = r.str(j, "closest_nic", path);
             if (json_object* fab = r.object(j, "fabric", path, false)) {
                 const std::string fp = path + ".fabric";
-                g.fabric_known = true;
+                g.fabric_known = r.get(fab, "known") ? r.boolean(fab, "known", fp) : true;
                 g.cluster_uuid = r.str(fab, "cluster_uuid", fp);
                 g.clique_id = static_cast<uint32_t>(r.integer(fab, "clique_id", fp, 0, 0, UINT32_MAX));
                 g.fabric_state = r.str(fab, "state", fp);
@@ -495,6 +523,209 @@ NodeFacts parse_node_facts(const std::string& text, const std::string& file)
     return f;
 }
 
+MergeResult write_cluster_conf(std::vector<LayoutHost> hosts, const LayoutOptions& o)
+{
+    MergeResult res;
+    if (!valid_name(o.cluster_name))
+        throw Error("cluster name '" + o.cluster_name + "': expected letters, digits, '-', '_' or '.'");
+    std::set<std::string> seen;
+    for (const LayoutHost& h : hosts) {
+        if (!valid_name(h.name))
+            throw Error("node name '" + h.name + "': expected letters, digits, '-', '_' or '.'");
+        if (!seen.insert(h.name).second)
+            throw Error("node " + h.name + " is given twice");
+        for (const std::string& sw : h.path)
+            if (!valid_name(sw))
+                throw Error("node " + h.name + ": switch name '" + sw + "': expected letters, digits, '-', '_' or '.'");
+    }
+    std::sort(hosts.begin(), hosts.end(),
+              [](const LayoutHost& a, const LayoutHost& b) { return natural_less(a.name, b.name); });
+
+    // Domains in order of their first host, named nvl01, nvl02...
+    std::vector<std::string> keys;
+    std::map<std::string, int> domain_of_key;
+    for (const LayoutHost& h : hosts)
+        if (!h.domain_key.empty() && !domain_of_key.count(h.domain_key)) {
+            domain_of_key[h.domain_key] = static_cast<int>(keys.size());
+            keys.push_back(h.domain_key);
+        }
+    const size_t width = std::max<size_t>(2, std::to_string(keys.size()).size());
+    std::vector<std::string> domain_name(keys.size()), domain_note(keys.size());
+    std::vector<std::vector<int>> domain_hosts(keys.size());
+    std::vector<double> domain_gbps(keys.size(), -1);
+    for (size_t d = 0; d < keys.size(); ++d) {
+        const std::string n = std::to_string(d + 1);
+        domain_name[d] = "nvl" + std::string(width - std::min(n.size(), width), '0') + n;
+    }
+    std::vector<int> host_domain(hosts.size(), -1);
+    for (size_t i = 0; i < hosts.size(); ++i) {
+        if (hosts[i].domain_key.empty())
+            continue;
+        const int d = domain_of_key[hosts[i].domain_key];
+        host_domain[i] = d;
+        domain_hosts[d].push_back(static_cast<int>(i));
+        domain_gbps[d] = std::max(domain_gbps[d], hosts[i].nvlink_gbps);
+        if (domain_note[d].empty())
+            domain_note[d] = hosts[i].domain_note;
+    }
+    std::set<std::string> names(seen);
+    for (const std::string& d : domain_name)
+        if (!names.insert(d).second)
+            throw Error("node " + d + " has the name the merge gives an NVLink domain; rename it (--slurm-names)");
+
+    // Each domain under the leaf most of its hosts use.
+    std::vector<int> domain_host(keys.size(), -1);  // the host whose path the domain takes
+    for (size_t d = 0; d < keys.size(); ++d) {
+        std::map<std::string, int> count;
+        for (int h : domain_hosts[d])
+            if (!hosts[h].path.empty())
+                ++count[hosts[h].path[0]];
+        std::string best;
+        int n = 0;
+        for (const auto& [leaf, c] : count)
+            if (c > n) {
+                best = leaf;
+                n = c;
+            }
+        for (int h : domain_hosts[d])
+            if (!hosts[h].path.empty() && hosts[h].path[0] == best) {
+                domain_host[d] = h;
+                break;
+            }
+        if (count.size() > 1)
+            res.warnings.push_back("NVLink domain " + domain_name[d] + " has hosts under " +
+                                   std::to_string(count.size()) + " leaf switches; m2g.conf puts it under " + best +
+                                   " (" + std::to_string(n) + " of its " + std::to_string(domain_hosts[d].size()) +
+                                   " hosts)");
+    }
+
+    // A leaf holding domains cannot also hold single hosts (one kind of
+    // children per switch): those hosts go under a sibling leaf with the
+    // same parent, "<leaf>-nodes".
+    {
+        std::set<std::string> domain_leaves;
+        for (size_t d = 0; d < keys.size(); ++d)
+            if (domain_host[d] >= 0)
+                domain_leaves.insert(hosts[domain_host[d]].path[0]);
+        std::map<std::string, std::vector<std::string>> moved;
+        for (size_t i = 0; i < hosts.size(); ++i)
+            if (host_domain[i] < 0 && !hosts[i].path.empty() && domain_leaves.count(hosts[i].path[0])) {
+                moved[hosts[i].path[0]].push_back(hosts[i].name);
+                hosts[i].path[0] += "-nodes";
+            }
+        for (const auto& [leaf, list] : moved)
+            res.warnings.push_back("leaf " + leaf + " holds NVLink domains and hosts outside any (" +
+                                   hostlist_compress(list) + "); m2g.conf takes one kind per switch, so those "
+                                   "hosts are under " + leaf + "-nodes, a leaf beside it");
+    }
+
+    // Switches by level; each switch's parent is the next name on the paths
+    // through it (the first one seen when paths disagree).
+    std::vector<std::vector<std::string>> level_names;  // in order of first appearance
+    std::map<std::string, int> level_of;
+    std::map<std::string, std::string> parent;
+    auto add_path = [&](const std::vector<std::string>& path) {
+        for (size_t k = 0; k < path.size(); ++k) {
+            auto [it, fresh] = level_of.emplace(path[k], static_cast<int>(k));
+            if (!fresh && it->second != static_cast<int>(k))
+                throw Error("switch " + path[k] + " is at level " + std::to_string(it->second + 1) + " on one path "
+                            "and level " + std::to_string(k + 1) + " on another; a switch has one level");
+            if (fresh) {
+                if (level_names.size() <= k)
+                    level_names.resize(k + 1);
+                level_names[k].push_back(path[k]);
+                if (names.count(path[k]))
+                    throw Error("switch " + path[k] + " has the name of a node or NVLink domain; names must differ");
+            }
+            if (k + 1 < path.size()) {
+                auto [pit, pfresh] = parent.emplace(path[k], path[k + 1]);
+                if (!pfresh && pit->second != path[k + 1])
+                    res.warnings.push_back("switch " + path[k] + " is under both " + pit->second + " and " +
+                                           path[k + 1] + "; m2g.conf, like Slurm's topology/tree, keeps " +
+                                           pit->second);
+            }
+        }
+    };
+    for (size_t i = 0; i < hosts.size(); ++i)
+        if (host_domain[i] < 0)
+            add_path(hosts[i].path);
+    for (size_t d = 0; d < keys.size(); ++d)
+        if (domain_host[d] >= 0)
+            add_path(hosts[domain_host[d]].path);
+    for (auto& lvl : level_names)
+        std::sort(lvl.begin(), lvl.end(), natural_less);
+
+    // Write it.
+    std::string c = o.header;
+    c += "ClusterName=" + o.cluster_name + "\n\n";
+    for (const LayoutHost& h : hosts) {
+        c += "NodeName=" + h.name + " Gpus=" + std::to_string(h.gpus);
+        if (h.nics > 0)
+            c += " Nics=" + std::to_string(h.nics);
+        if (h.nic_gbps > 0)
+            c += " NicGbps=" + num(h.nic_gbps);
+        c += "\n";
+    }
+    if (!keys.empty())
+        c += "\n";
+    for (size_t d = 0; d < keys.size(); ++d) {
+        std::vector<std::string> members;
+        for (int h : domain_hosts[d])
+            members.push_back(hosts[h].name);
+        c += "DomainName=" + domain_name[d] + " Nodes=" + hostlist_compress(members) + " Size=" +
+             std::to_string(members.size());
+        if (domain_gbps[d] > 0)
+            c += " NVLinkGbps=" + num(domain_gbps[d]);
+        if (!domain_note[d].empty())
+            c += "  # " + domain_note[d];
+        c += "\n";
+    }
+    std::set<std::string> written;
+    const char* level_word[] = {"leaf", "spine", "core"};
+    for (size_t l = 0; l < level_names.size(); ++l) {
+        if (l == 0 && !level_names[0].empty())
+            c += "\n";
+        for (const std::string& sw : level_names[l]) {
+            std::string line = "SwitchName=" + sw + " Level=" + level_word[std::min<size_t>(l, 2)];
+            if (l == 0) {
+                std::vector<std::string> doms, loose;
+                for (size_t d = 0; d < keys.size(); ++d)
+                    if (domain_host[d] >= 0 && hosts[domain_host[d]].path[0] == sw)
+                        doms.push_back(domain_name[d]);
+                for (size_t i = 0; i < hosts.size(); ++i)
+                    if (host_domain[i] < 0 && !hosts[i].path.empty() && hosts[i].path[0] == sw)
+                        loose.push_back(hosts[i].name);
+                if (doms.empty() && loose.empty())
+                    continue;
+                line += !doms.empty() ? " Domains=" + hostlist_compress(doms) : " Nodes=" + hostlist_compress(loose);
+            } else {
+                std::vector<std::string> kids;
+                for (const std::string& below : level_names[l - 1]) {
+                    auto it = parent.find(below);
+                    if (it != parent.end() && it->second == sw && written.count(below))
+                        kids.push_back(below);
+                }
+                if (kids.empty())
+                    continue;  // nothing of ours below it
+                line += " Switches=" + hostlist_compress(kids);
+            }
+            auto up = o.uplink_gbps.find(sw);
+            if (up != o.uplink_gbps.end() && up->second > 0)
+                line += " LinkGbps=" + num(up->second);
+            c += line + "\n";
+            written.insert(sw);
+        }
+    }
+    // What we wrote must load.
+    try {
+        build_model(parse_m2g_conf(c, "the merged m2g.conf"));
+    } catch (const Error& e) {
+        throw Error(std::string("the merged m2g.conf does not load (a bug in m2g): ") + e.what());
+    }
+    res.conf = std::move(c);
+    return res;
+}
+
 MergeResult merge_discovery(const std::vector<NodeFacts>& nodes, const Fabric* fabric, const MergeOptions& o)
 {
     MergeResult res;
@@ -539,12 +770,26 @@ MergeResult merge_discovery(const std::vector<NodeFacts>& nodes, const Fabric* f
         }
         if (!keys.empty())
             h.domain_key = keys.begin()->first;
+        for (const GpuFacts& g : f.gpus)
+            if (keys.empty() && g.fabric_known && (g.fabric_state == "in_progress" || g.fabric_state == "not_started")) {
+                res.warnings.push_back("host " + f.hostname + ": NVLink fabric registration " + g.fabric_state +
+                                       " on " + gpu_label(g) + "; it is left out of any NVLink domain: run "
+                                       "discover node again once the fabric manager has finished");
+                break;
+            }
+        // NICs: the compute fabric's ports, up or not (a port down now is a
+        // health fact, not a smaller node): InfiniBand ports, or Ethernet
+        // (RoCE) ports when the node has no InfiniBand.
+        bool has_ib = false;
+        for (const HcaFacts& hca : f.hcas)
+            for (const PortFacts& p : hca.ports)
+                has_ib = has_ib || p.link_layer == "infiniband";
         std::map<double, int> rates;
         for (const HcaFacts& hca : f.hcas)
             for (const PortFacts& p : hca.ports)
-                if (p.state == "active") {
+                if (p.link_layer == (has_ib ? "infiniband" : "ethernet")) {
                     ++h.nics;
-                    if (p.rate_gbps > 0)
+                    if (p.state == "active" && p.rate_gbps > 0)
                         ++rates[p.rate_gbps];
                 }
         int best = 0;
@@ -556,33 +801,6 @@ MergeResult merge_discovery(const std::vector<NodeFacts>& nodes, const Fabric* f
         hosts.push_back(std::move(h));
     }
     std::sort(hosts.begin(), hosts.end(), [](const Host& a, const Host& b) { return natural_less(a.name, b.name); });
-
-    // Domains in order of their first host.
-    std::vector<std::string> domain_keys;
-    std::map<std::string, int> domain_of_key;
-    for (const Host& h : hosts)
-        if (!h.domain_key.empty() && !domain_of_key.count(h.domain_key)) {
-            domain_of_key[h.domain_key] = static_cast<int>(domain_keys.size());
-            domain_keys.push_back(h.domain_key);
-        }
-    const int width = std::max(2, static_cast<int>(std::to_string(domain_keys.size()).size()));
-    std::vector<std::string> domain_name(domain_keys.size());
-    std::vector<std::vector<int>> domain_hosts(domain_keys.size());
-    std::vector<double> domain_gbps(domain_keys.size(), -1);
-    for (size_t d = 0; d < domain_keys.size(); ++d) {
-        std::string n = std::to_string(d + 1);
-        domain_name[d] = "nvl" + std::string(static_cast<size_t>(width) - std::min(n.size(), size_t(width)), '0') + n;
-    }
-    std::vector<int> host_domain(hosts.size(), -1);
-    for (size_t i = 0; i < hosts.size(); ++i) {
-        if (hosts[i].domain_key.empty())
-            continue;
-        const int d = domain_of_key[hosts[i].domain_key];
-        host_domain[i] = d;
-        domain_hosts[d].push_back(static_cast<int>(i));
-        for (const GpuFacts& g : hosts[i].f->gpus)
-            domain_gbps[d] = std::max(domain_gbps[d], g.nvlink_gbps);
-    }
 
     // The fabric: each host's leaf, then the switch tree above the leaves.
     struct Sw {
@@ -597,23 +815,80 @@ MergeResult merge_discovery(const std::vector<NodeFacts>& nodes, const Fabric* f
         std::map<std::string, int> node_by_guid;
         for (size_t i = 0; i < fabric->nodes.size(); ++i)
             node_by_guid[fabric->nodes[i].guid] = static_cast<int>(i);
-        auto level_of = [&](int n) { return n >= 0 && n < static_cast<int>(fabric->level.size()) ? fabric->level[n] : 0; };
-        std::map<std::string, std::vector<int>> cas_of_host;  // host name -> CA nodes
-        for (size_t i = 0; i < fabric->nodes.size(); ++i)
-            if (!fabric->nodes[i].is_switch)
-                cas_of_host[fabric->nodes[i].name].push_back(static_cast<int>(i));
+        // Hosts to their CAs: by HCA node GUID (what ibverbs and the fabric
+        // both see), else by the CA's description (its first word, cut at
+        // the first '.'), which sites set to the host name.
+        std::map<std::string, int> host_by_guid, host_by_name;
+        for (size_t i = 0; i < hosts.size(); ++i) {
+            for (const HcaFacts& hca : hosts[i].f->hcas)
+                if (!hca.node_guid.empty())
+                    host_by_guid[lower_guid(hca.node_guid)] = static_cast<int>(i);
+            host_by_name[hosts[i].f->hostname] = static_cast<int>(i);
+        }
+        std::vector<std::vector<int>> cas(hosts.size());
+        for (size_t n = 0; n < fabric->nodes.size(); ++n) {
+            const IbNode& ca = fabric->nodes[n];
+            if (ca.is_switch)
+                continue;
+            auto g = host_by_guid.find(lower_guid(ca.guid));
+            if (g != host_by_guid.end()) {
+                cas[g->second].push_back(static_cast<int>(n));
+                continue;
+            }
+            const std::string shortname = ca.name.substr(0, ca.name.find('.'));
+            auto h = host_by_name.find(shortname);
+            if (!shortname.empty() && h != host_by_name.end())
+                cas[h->second].push_back(static_cast<int>(n));
+        }
+        // Levels from our hosts up: 1 for switches cabled to their CAs, k+1
+        // for switches cabled to level k. Above level 2 a switch with hosts
+        // of its own is a leaf whose hosts we were not given, not a core.
+        std::vector<int> level(fabric->nodes.size(), 0);
+        std::vector<int> frontier;
+        for (size_t i = 0; i < hosts.size(); ++i)
+            for (int ca : cas[i])
+                for (const IbPortLink& l : fabric->nodes[ca].links) {
+                    auto p = node_by_guid.find(l.peer_guid);
+                    if (p != node_by_guid.end() && fabric->nodes[p->second].is_switch && !level[p->second]) {
+                        level[p->second] = 1;
+                        frontier.push_back(p->second);
+                    }
+                }
+        auto has_host_cas = [&](int sw) {
+            for (const IbPortLink& l : fabric->nodes[sw].links) {
+                auto p = node_by_guid.find(l.peer_guid);
+                if (p != node_by_guid.end() && !fabric->nodes[p->second].is_switch && !fabric->nodes[p->second].name.empty())
+                    return true;
+            }
+            return false;
+        };
+        for (int k = 1; !frontier.empty(); ++k) {
+            std::vector<int> next;
+            for (int sw : frontier)
+                for (const IbPortLink& l : fabric->nodes[sw].links) {
+                    auto p = node_by_guid.find(l.peer_guid);
+                    if (p == node_by_guid.end() || !fabric->nodes[p->second].is_switch || level[p->second])
+                        continue;
+                    if (k + 1 > 2 && has_host_cas(p->second))
+                        continue;
+                    level[p->second] = k + 1;
+                    next.push_back(p->second);
+                }
+            frontier = std::move(next);
+        }
+        auto level_of = [&](int n) { return n >= 0 && n < static_cast<int>(level.size()) ? level[n] : 0; };
         // Leaves: fabric switch index -> leaf index.
         std::map<int, int> leaf_index;
         levels.emplace_back();
         for (size_t i = 0; i < hosts.size(); ++i) {
-            auto it = cas_of_host.find(hosts[i].f->hostname);
-            if (it == cas_of_host.end()) {
-                res.warnings.push_back("host " + hosts[i].f->hostname + " has no HCA in the fabric; it is under no "
-                                       "switch in m2g.conf");
+            if (cas[i].empty()) {
+                res.warnings.push_back("host " + hosts[i].f->hostname + " has no HCA in the fabric (matched by HCA "
+                                       "node GUID, else by a CA description starting with the host name); it is "
+                                       "under no switch in m2g.conf");
                 continue;
             }
             std::map<int, int> count;  // fabric leaf switch -> links
-            for (int ca : it->second)
+            for (int ca : cas[i])
                 for (const IbPortLink& l : fabric->nodes[ca].links) {
                     auto p = node_by_guid.find(l.peer_guid);
                     if (p != node_by_guid.end() && fabric->nodes[p->second].is_switch && level_of(p->second) == 1)
@@ -706,118 +981,57 @@ MergeResult merge_discovery(const std::vector<NodeFacts>& nodes, const Fabric* f
         }
     }
 
-    // Leaf children: domains wholly on one leaf; a split domain goes to the
-    // leaf most of its hosts use.
-    std::vector<int> domain_leaf(domain_keys.size(), -1);
-    for (size_t d = 0; d < domain_keys.size(); ++d) {
-        std::map<int, int> count;
-        for (int h : domain_hosts[d])
-            if (host_leaf[h] >= 0)
-                ++count[host_leaf[h]];
-        int best = -1, n = 0;
-        for (const auto& [leaf, c] : count)
-            if (c > n) {
-                best = leaf;
-                n = c;
-            }
-        domain_leaf[d] = best;
-        if (count.size() > 1)
-            res.warnings.push_back("NVLink domain " + domain_name[d] + " has hosts under " +
-                                   std::to_string(count.size()) + " leaf switches; m2g.conf puts it under " +
-                                   levels[0][best].name + " (" + std::to_string(n) + " of its " +
-                                   std::to_string(domain_hosts[d].size()) + " hosts)");
+    // Each host's path up the switch tree: its leaf, then each group above.
+    std::vector<std::vector<int>> up_group(levels.size());  // per level: group -> parent group (-1 none)
+    for (size_t l = 0; l + 1 < levels.size(); ++l) {
+        up_group[l].assign(levels[l].size(), -1);
+        for (size_t g = 0; g < levels[l + 1].size(); ++g)
+            for (int k : levels[l + 1][g].children)
+                if (up_group[l][k] < 0)
+                    up_group[l][k] = static_cast<int>(g);
     }
-
-    // Unique switch names.
+    // Switch names that collide with a host get a suffix.
     std::set<std::string> used;
-    for (size_t i = 0; i < hosts.size(); ++i)
-        used.insert(hosts[i].name);
-    for (const std::string& d : domain_name)
-        used.insert(d);
+    for (const Host& h : hosts)
+        used.insert(h.name);
     for (auto& lvl : levels)
-        for (Sw& s : lvl) {
-            if (s.name.empty())
-                s.name = "switch";
-            std::string n = s.name;
+        for (Sw& sw : lvl) {
+            if (sw.name.empty())
+                sw.name = "switch";
+            std::string n = sw.name;
             for (int k = 2; used.count(n); ++k)
-                n = s.name + "-" + std::to_string(k);
-            s.name = n;
+                n = sw.name + "-" + std::to_string(k);
+            sw.name = n;
             used.insert(n);
         }
-
-    // Write it.
-    std::string c;
-    c += "# m2g.conf written by `m2g discover merge` from " + std::to_string(nodes.size()) + " node" +
-         (nodes.size() == 1 ? "" : "s") + (fabric ? " and the ibnetdiscover fabric" : "") + ".\n";
-    c += "ClusterName=" + o.cluster_name + "\n\n";
-    for (const Host& h : hosts) {
-        c += "NodeName=" + h.name + " Gpus=" + std::to_string(h.f->gpus.size());
-        if (h.nics > 0)
-            c += " Nics=" + std::to_string(h.nics);
-        if (h.nic_gbps > 0)
-            c += " NicGbps=" + num(h.nic_gbps);
-        c += "\n";
-    }
-    if (!domain_keys.empty())
-        c += "\n";
-    for (size_t d = 0; d < domain_keys.size(); ++d) {
-        std::vector<std::string> names;
-        for (int h : domain_hosts[d])
-            names.push_back(hosts[h].name);
-        c += "DomainName=" + domain_name[d] + " Nodes=" + hostlist_compress(names) + " Size=" +
-             std::to_string(names.size());
-        if (domain_gbps[d] > 0)
-            c += " NVLinkGbps=" + num(domain_gbps[d]);
-        c += "  # cluster UUID/clique " + domain_keys[d] + "\n";
-    }
-    if (!levels.empty() && !levels[0].empty()) {
-        c += "\n";
-        const char* names[] = {"leaf", "spine", "core"};
-        std::vector<std::vector<uint8_t>> written(levels.size());  // switches that have a line
-        for (size_t l = 0; l < levels.size(); ++l) {
-            written[l].assign(levels[l].size(), 0);
-            for (size_t s = 0; s < levels[l].size(); ++s) {
-                const Sw& sw = levels[l][s];
-                std::string line = "SwitchName=" + sw.name + " Level=" + names[std::min<size_t>(l, 2)];
-                if (l == 0) {
-                    std::vector<std::string> doms, loose;
-                    for (size_t d = 0; d < domain_keys.size(); ++d)
-                        if (domain_leaf[d] == static_cast<int>(s))
-                            doms.push_back(domain_name[d]);
-                    for (int h : sw.children)
-                        if (host_domain[h] < 0)
-                            loose.push_back(hosts[h].name);
-                    if (!doms.empty() && !loose.empty())
-                        res.warnings.push_back("leaf " + sw.name + " holds NVLink domains and hosts outside any (" +
-                                               hostlist_compress(loose) + "); m2g.conf takes one kind per switch, "
-                                               "so those hosts are under no switch");
-                    if (doms.empty() && loose.empty())
-                        continue;
-                    line += !doms.empty() ? " Domains=" + hostlist_compress(doms) : " Nodes=" + hostlist_compress(loose);
-                } else {
-                    std::vector<std::string> kids;
-                    for (int k : sw.children)
-                        if (written[l - 1][k])
-                            kids.push_back(levels[l - 1][k].name);
-                    if (kids.empty())
-                        continue;  // nothing of ours below it
-                    line += " Switches=" + hostlist_compress(kids);
-                }
-                if (sw.up_gbps > 0)
-                    line += " LinkGbps=" + num(sw.up_gbps);
-                c += line + "\n";
-                written[l][s] = 1;
-            }
+    LayoutOptions lo;
+    lo.cluster_name = o.cluster_name;
+    lo.header = "# m2g.conf written by `m2g discover merge` from " + std::to_string(nodes.size()) + " node" +
+                (nodes.size() == 1 ? "" : "s") + (fabric ? " and the ibnetdiscover fabric" : "") + ".\n";
+    for (const auto& lvl : levels)
+        for (const Sw& sw : lvl)
+            lo.uplink_gbps[sw.name] = sw.up_gbps;
+    std::vector<LayoutHost> layout;
+    for (size_t i = 0; i < hosts.size(); ++i) {
+        LayoutHost lh;
+        lh.name = hosts[i].name;
+        lh.gpus = static_cast<int>(hosts[i].f->gpus.size());
+        lh.nics = hosts[i].nics;
+        lh.nic_gbps = hosts[i].nic_gbps;
+        lh.domain_key = hosts[i].domain_key;
+        if (!lh.domain_key.empty())
+            lh.domain_note = "cluster UUID/clique " + lh.domain_key;
+        for (const GpuFacts& g : hosts[i].f->gpus)
+            lh.nvlink_gbps = std::max(lh.nvlink_gbps, g.nvlink_gbps);
+        for (int g = host_leaf[i], l = 0; g >= 0 && l < static_cast<int>(levels.size()); ++l) {
+            lh.path.push_back(levels[l][g].name);
+            g = l < static_cast<int>(up_group.size()) && g < static_cast<int>(up_group[l].size()) ? up_group[l][g] : -1;
         }
+        layout.push_back(std::move(lh));
     }
-    // What we wrote must load.
-    std::vector<std::string> model_warnings;
-    try {
-        build_model(parse_m2g_conf(c, "merged m2g.conf"), &model_warnings);
-    } catch (const Error& e) {
-        throw Error(std::string("the merged m2g.conf does not load (a bug in m2g discover merge): ") + e.what());
-    }
-    res.conf = std::move(c);
+    MergeResult out = write_cluster_conf(std::move(layout), lo);
+    res.warnings.insert(res.warnings.end(), out.warnings.begin(), out.warnings.end());
+    res.conf = std::move(out.conf);
     return res;
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -149,10 +150,39 @@ struct MergeOptions {
     std::string cluster_name = "m2g";
 };
 
+
 struct MergeResult {
     std::string conf;                   // m2g.conf text, validated by load_model()
     std::vector<std::string> warnings;  // one line each: a domain split over leaves, a host not in the fabric...
 };
+
+// One host as the cluster m2g.conf writer sees it, whatever found it
+// (m2g discover merge from hardware, m2g-slinky from Kubernetes labels).
+struct LayoutHost {
+    std::string name;          // Slurm NodeName
+    int gpus = 0;
+    int nics = 0;
+    double nic_gbps = 0;
+    std::string domain_key;    // hosts sharing it form one NVLink domain; "" none
+    std::string domain_note;   // a comment for the domain's line, e.g. where the key came from
+    double nvlink_gbps = -1;   // per-GPU NVLink bandwidth, -1 unknown
+    std::vector<std::string> path;  // switches from the host's leaf up ({"leaf01", "spine01"}); empty: none
+};
+
+struct LayoutOptions {
+    std::string cluster_name = "m2g";
+    std::string header;        // comment lines written first (each ending in '\n')
+    std::map<std::string, double> uplink_gbps;  // switch name -> its uplinks' Gb/s (LinkGbps=)
+};
+
+// The m2g.conf of these hosts: NodeName lines; a DomainName per domain key,
+// named nvl01, nvl02... in order of their first host (natural order), under
+// the leaf most of its hosts use (a warning when split); SwitchName lines
+// per level (leaf, spine, core) with Domains= or Nodes= (one kind per leaf,
+// a warning when a leaf has both) and Switches= above; a switch under two
+// parents keeps the first (warning). The text is loaded before it is
+// returned. Throws Error on bad or duplicate names.
+MergeResult write_cluster_conf(std::vector<LayoutHost> hosts, const LayoutOptions& o);
 
 // The cluster's m2g.conf from node facts and (optionally) the fabric:
 //   NodeName=  one line per host (Gpus=, Nics= active HCA ports, NicGbps=

@@ -89,6 +89,22 @@ is "$(json "$T/sick-signals.json" 'd["health"]["degraded"]')" "node005" "--signa
 run "$M2G" signals validate --conf "$T/m2g.conf" "$T/sick-signals.json"
 is "$rc" 0 "m2g signals validate accepts it against the merged m2g.conf"
 
+FAKE_NVML_CLIQUE=3 FAKE_NVML_FABRIC=in_progress "$M2G" discover node --json --hostname node009 \
+	--hwloc-xml "$FIX/nvl72-node.xml" --nvml-library "$FAKE" >"$T/reg.json"
+is "$(json "$T/reg.json" 'd["problems"][0]')" "GPU 0 (0008:03:00.0): NVLink fabric registration in_progress" \
+	"a fabric registration still in progress is a problem"
+FAKE_NVML_CLIQUE=3 FAKE_NVML_FABRIC=in_progress "$M2G" discover node --signals --hostname node009 \
+	--hwloc-xml "$FIX/nvl72-node.xml" --nvml-library "$FAKE" >"$T/reg-signals.json"
+run "$M2G" signals validate --conf "$T/m2g.conf" "$T/reg-signals.json"
+is "$rc" 0 "and its signals document (node009 degraded) validates too"
+mkdir -p "$T/reg"
+cp "$T"/node*.json "$T/reg/"
+cp "$T/reg.json" "$T/reg/node009.json"
+run "$M2G" discover merge "$T"/reg/node*.json --fabric "$FIX/fat-tree-2level.ibnet"
+ok "grep -q 'host node009: NVLink fabric registration in_progress on GPU 0 (0008:03:00.0); it is left out of any NVLink domain' $T/err" \
+	"merge warns that a host still registering is left out of its domain"
+ok "grep -qx 'DomainName=nvl03 Nodes=node\[010-012\] Size=3 .*' $T/out" "and the domain has the other three"
+
 # ---- bad input ----------------------------------------------------------------
 run "$M2G" discover fabric "$FIX/bad-undefined-peer.ibnet"
 is "$rc" 1 "a fabric linking to an undefined GUID is rejected"

@@ -124,19 +124,50 @@ TEST(DiscoverFacts, JsonRoundTripsAndCarriesSignals)
 {
     NodeFacts f = host("gb01", 7);
     f.gpus[2].nvlinks_active = 16;
-    f.hcas[1].ports[0].state = "down";
+    f.hcas[1].ports[0].state = "init";  // link up, not active: the subnet manager has not brought it up
     f.hcas[1].ports[0].rate_gbps = 0;
     const std::string j = node_facts_json(f);
     for (const char* k : {"\"schema\": \"m2g.node/v1\"", "\"hostname\": \"gb01\"",
                           "\"generated_at\": \"2026-11-29T20:00:00Z\"", "\"clique_id\": 7",
                           "\"cluster_uuid\": \"6e1c7a2b-0d4f-4b8e-9a51-3c2d1e0f9a8b\"", "\"closest_nic\": \"mlx5_2\"",
-                          "\"mlx5_1 port 1 down\"", "\"GPU 2 (0000:03:00.0): 2 of 18 NVLinks inactive\"",
+                          "\"mlx5_1 port 1 init\"", "\"GPU 2 (0000:03:00.0): 2 of 18 NVLinks inactive\"",
                           "\"schema\": \"m2g.signals/v1\"", "\"degraded\": \"gb01\""})
         EXPECT_NE(j.find(k), std::string::npos) << k << " in\n" << j;
     const NodeFacts g = parse_node_facts(j, "gb01.json");
     EXPECT_EQ(node_facts_json(g), j);
-    EXPECT_EQ(node_problems(g), (std::vector<std::string>{"mlx5_1 port 1 down",
+    EXPECT_EQ(node_problems(g), (std::vector<std::string>{"mlx5_1 port 1 init",
                                                            "GPU 2 (0000:03:00.0): 2 of 18 NVLinks inactive"}));
+}
+
+// What is a problem and what is only how the node is built.
+TEST(DiscoverFacts, ProblemsAreFaultsNotDesign)
+{
+    NodeFacts f = host("gb01", 7);
+    f.hcas[1].ports[0].state = "down";  // an uncabled second port while mlx5_0 is active
+    EXPECT_TRUE(node_problems(f).empty());
+    f.hcas[0].ports[0].state = "down";  // no port active: the node lost its network
+    EXPECT_EQ(node_problems(f), (std::vector<std::string>{"mlx5_0 port 1 down", "mlx5_1 port 1 down"}));
+    NodeFacts pcie = host("h100", 0);  // PCIe cards without a bridge: every NVLink down by design
+    for (GpuFacts& g : pcie.gpus) {
+        g.nvlinks = 18;
+        g.nvlinks_active = 0;
+    }
+    EXPECT_TRUE(node_problems(pcie).empty());
+    // A GPU NVML does not list (index unknown) and a failed fabric query
+    // survive the JSON round trip, and the failure is a problem.
+    NodeFacts g = host("gb02", 7);
+    g.gpus[3].index = -1;
+    g.gpus[3].uuid.clear();
+    g.gpus[2].fabric_known = false;
+    g.gpus[2].fabric_state.clear();
+    g.gpus[2].fabric_status = "Unknown Error";
+    const NodeFacts back = parse_node_facts(node_facts_json(g), "gb02.json");
+    EXPECT_EQ(back.gpus[3].index, -1);
+    EXPECT_FALSE(back.gpus[2].fabric_known);
+    EXPECT_EQ(back.gpus[2].fabric_status, "Unknown Error");
+    EXPECT_EQ(node_facts_json(back), node_facts_json(g));
+    EXPECT_EQ(node_problems(back),
+              (std::vector<std::string>{"GPU 2 (0000:03:00.0): NVML fabric query failed: Unknown Error"}));
 }
 
 TEST(DiscoverFacts, NoGpusNoHcasIsHealthyAndUnknownsAreNull)
@@ -241,10 +272,43 @@ TEST(DiscoverMerge, SplitDomainAndMissingHostAreWarnings)
     std::string all;
     for (const std::string& w : r.warnings)
         all += w + "\n";
-    EXPECT_NE(all.find("host gb09 has no HCA in the fabric; it is under no switch in m2g.conf"), std::string::npos)
+    EXPECT_NE(all.find("host gb09 has no HCA in the fabric (matched by HCA node GUID, else by a CA description "
+                       "starting with the host name); it is under no switch in m2g.conf"), std::string::npos)
         << all;
     EXPECT_NE(all.find("NVLink domain nvl01 has hosts under 2 leaf switches; m2g.conf puts it under leaf1 (2 of its "
                        "3 hosts)"),
+              std::string::npos)
+        << all;
+}
+
+// Hosts are found in the fabric by HCA GUID even when the CA's description
+// is the adapter's default; a leaf whose hosts we were not given is not a
+// core switch; single hosts beside domains go under a sibling leaf.
+TEST(DiscoverMerge, GuidMatchingDeadLeavesAndSiblingLeaf)
+{
+    Fabric fab = fat_tree(2);
+    for (IbNode& n : fab.nodes)
+        if (!n.is_switch && n.name == "gb02") {
+            n.description = "MT4129 ConnectX7   Mellanox Technologies";
+            n.name = "";
+        }
+    std::vector<NodeFacts> hosts = {host("gb01", 7), host("gb02", 0)};
+    hosts[0].hcas.resize(1);
+    hosts[1].hcas.resize(1);
+    hosts[0].hcas[0].node_guid = guid(101);
+    hosts[1].hcas[0].node_guid = "0x" + std::string(13, '0') + "066";  // 102 in hex, padded
+    const MergeResult r = merge_discovery(hosts, &fab, {});
+    EXPECT_NE(r.conf.find("SwitchName=leaf1 Level=leaf Domains=nvl01 LinkGbps=800\n"), std::string::npos) << r.conf;
+    EXPECT_NE(r.conf.find("SwitchName=leaf1-nodes Level=leaf Nodes=gb02\n"), std::string::npos) << r.conf;
+    EXPECT_NE(r.conf.find("SwitchName=spine1 Level=spine Switches=leaf1,leaf1-nodes\n"), std::string::npos) << r.conf;
+    // leaf2's hosts (gb03, gb04) were not given: no leaf2, and never a core.
+    EXPECT_EQ(r.conf.find("leaf2"), std::string::npos) << r.conf;
+    EXPECT_EQ(r.conf.find("Level=core"), std::string::npos) << r.conf;
+    std::string all;
+    for (const std::string& w : r.warnings)
+        all += w + "\n";
+    EXPECT_NE(all.find("leaf leaf1 holds NVLink domains and hosts outside any (gb02); m2g.conf takes one kind per "
+                       "switch, so those hosts are under leaf1-nodes, a leaf beside it"),
               std::string::npos)
         << all;
 }
