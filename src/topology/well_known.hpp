@@ -289,4 +289,30 @@ inline constexpr const char* kLabelLe = "le";  // histogram bucket bound
 inline constexpr const char* kConfFile = "m2g.conf";  // next to slurm.conf
 inline constexpr const char* kConfEnv = "M2G_CONF";   // overrides the path (tests, CLI)
 
+// ---- Kubernetes (m2g-slinky, doc/slinky.md) -----------------------------------
+// Node labels read (doc/slinky.md gives the sources and versions).
+inline constexpr const char* kK8sLabelGpuClique = "nvidia.com/gpu.clique";  // GFD >= 0.17: "<cluster UUID>.<clique id>"
+inline constexpr const char* kK8sLabelTopographDomain = "accelerator.topograph.run/domain";  // topograph >= 1.0
+inline constexpr const char* kK8sLabelTopographTier0 = "fabric.topograph.run/tier-0";  // the leaf switch
+inline constexpr const char* kK8sLabelTopographTier1 = "fabric.topograph.run/tier-1";  // spine
+inline constexpr const char* kK8sLabelTopographTier2 = "fabric.topograph.run/tier-2";  // core
+// slurmd pods of slurm-operator NodeSets (v1.0+); the Slurm node name is the
+// pod's spec.hostname.
+inline constexpr const char* kK8sSlurmdSelector = "app.kubernetes.io/name=slurmd";
+// Node annotation written: slurm-operator (v1.1+) copies it into the Slurm
+// node's topology (Slurm 25.05+ dynamic topology): "<topology>:<unit>,...".
+inline constexpr const char* kK8sAnnotationTopology = "topology.slinky.slurm.net/spec";
+// Pod annotations read for jobs that arrive through slurm-bridge: each maps
+// to the --m2g-* option of the same name.
+inline constexpr const char* kK8sPodAnnotationPrefix = "m2g.slurm.net/";
+inline constexpr const char* kK8sPodTopology = "m2g.slurm.net/topology";  // --m2g-topology
+inline constexpr const char* kK8sPodSegment = "m2g.slurm.net/segment";    // --m2g-segment
+inline constexpr const char* kK8sPodClass = "m2g.slurm.net/class";        // --m2g-class
+inline constexpr const char* kK8sPodDefer = "m2g.slurm.net/defer";        // --m2g-defer
+inline constexpr const char* kK8sPodRecipe = "m2g.slurm.net/recipe";      // --m2g-recipe
+inline constexpr const char* kK8sPodTags = "m2g.slurm.net/tags";          // --m2g-tag, comma-separated KEY=VALUE
+// ConfigMap keys written.
+inline constexpr const char* kK8sConfigMapConfKey = "m2g.conf";
+inline constexpr const char* kK8sConfigMapSignalsKey = "signals.json";
+
 }  // namespace m2g::kw

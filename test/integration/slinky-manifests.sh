@@ -44,7 +44,9 @@ manifests=()
 if command -v "$KUBECTL" >/dev/null 2>&1; then
 	rc=0
 	KUBECONFIG=/dev/null "$KUBECTL" kustomize "$DEPLOY" >"$T/rendered.yaml" 2>"$T/err" || rc=$?
-	version=$("$KUBECTL" version --client 2>/dev/null | head -1 | sed -E 's/.*GitVersion:"([^"]*)".*/\1/; s/^Client Version: //')
+	# (No `| head`: under pipefail kubectl's SIGPIPE would end the script.)
+	version=$("$KUBECTL" version --client 2>/dev/null || true)
+	version=$(sed -E '1!d; s/.*GitVersion:"([^"]*)".*/\1/; s/^Client Version: //' <<<"$version")
 	ok "$rc" "kubectl kustomize slinky/deploy renders (kubectl ${version:-of unknown version})"
 	((rc == 0)) || diag_lines "$(tail -5 "$T/err")"
 	manifests=("$T/rendered.yaml")

@@ -1,0 +1,100 @@
+// m2g core: the Slinky (Slurm on Kubernetes) view — what m2g-slinky turns
+// Kubernetes Nodes and slurmd pods into: the cluster m2g.conf (NVLink
+// domains from GPU clique labels, switches from network tier labels), the
+// signals feed (cordons, taints and node conditions), the per-node topology
+// annotation slurm-operator copies to the Slurm node, and the m2g options a
+// pod's annotations ask for (jobs that arrive through slurm-bridge).
+//
+// No I/O and no Kubernetes client here: objects come in as JSON text (the
+// v1 Node and Pod wire format), results go out as text. The label and
+// annotation keys are in well_known.hpp (kw::kK8s*). See doc/slinky.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topology/discover.hpp"  // MergeResult
+
+namespace m2g {
+
+struct K8sTaint {
+    std::string key, value, effect;  // effect: NoSchedule, PreferNoSchedule, NoExecute
+};
+
+struct K8sCondition {
+    std::string type, status, reason, message;  // status: "True", "False", "Unknown"
+};
+
+struct K8sNode {
+    std::string name;
+    std::map<std::string, std::string> labels, annotations;
+    bool unschedulable = false;  // cordoned
+    std::vector<K8sTaint> taints;
+    std::vector<K8sCondition> conditions;
+    int gpus = -1;  // status.allocatable (else capacity) of the GPU resource, -1 absent
+};
+
+struct K8sPod {
+    std::string ns, name;
+    std::map<std::string, std::string> labels, annotations;
+    std::string node_name;  // spec.nodeName ("" not scheduled yet)
+    std::string hostname;   // spec.hostname ("" when unset)
+    std::string phase;      // status.phase
+};
+
+// Parse one v1 Node / Pod (JSON text as the API server sends it). `what`
+// names it in messages. Throws ParseError naming the JSON path.
+K8sNode parse_k8s_node(const std::string& json, const std::string& what);
+K8sPod parse_k8s_pod(const std::string& json, const std::string& what);
+
+struct SlinkyOptions {
+    std::string cluster_name = "slinky";
+    std::string gpu_resource = "nvidia.com/gpu";
+    // Node labels: the NVLink domain (first label present wins) and the
+    // network tiers from the leaf up (a tier without a label ends the path).
+    std::vector<std::string> domain_labels;  // default: kw::kK8sLabelGpuClique, kw::kK8sLabelTopographDomain
+    std::vector<std::string> tier_labels;    // default: topograph's tier-0 (leaf), tier-1, tier-2
+    // Taint keys that mean "no new work" besides cordons (NoSchedule or
+    // NoExecute effect); empty: every NoSchedule/NoExecute taint except
+    // the ones Kubernetes sets for GPU nodes by convention (nvidia.com/gpu).
+    std::vector<std::string> ignore_taint_keys = {"nvidia.com/gpu"};
+    // The topology names in slurm-operator's topology annotation value
+    // ("<tree>:<root>:...:<lowest switch>,<block>:<block>"); "" leaves that
+    // part out. "default" is the topology.conf of the cluster.
+    std::string tree_topology = "default";
+    std::string block_topology;
+};
+
+struct SlinkyView {
+    std::string conf;                    // m2g.conf (write_cluster_conf)
+    std::vector<std::string> warnings;   // one line each
+    std::map<std::string, std::string> slurm_to_k8s;  // Slurm node -> Kubernetes node
+    std::map<std::string, std::string> annotations;   // Kubernetes node -> topology annotation value
+    std::string signals;                 // m2g.signals/v1 document (health, thermal)
+};
+
+// The view of these nodes and slurmd pods at `now`. A slurmd pod names a
+// Slurm node by its spec.hostname, else its pod name; pods not scheduled
+// on a node, or on a node that is not listed, are skipped with a warning.
+// Health (into the signals document, by Slurm node name):
+//   down      Ready condition not True, NetworkUnavailable True, cordoned,
+//             or a NoSchedule/NoExecute taint (not ignored);
+//   degraded  MemoryPressure, DiskPressure or PIDPressure True, or any other
+//             condition with status True (node-problem-detector convention),
+//             except thermal ones;
+//   thermal   a condition whose type contains "Thermal" with status True:
+//             state "hot".
+SlinkyView build_slinky_view(const std::vector<K8sNode>& nodes, const std::vector<K8sPod>& slurmd_pods,
+                             const SlinkyOptions& o, int64_t now);
+
+// The m2g options a pod's annotations ask for (kw::kK8sPodAnnotation*:
+// topology, segment, class, defer, recipe, tags), as "--m2g-NAME=VALUE"
+// arguments in a fixed order, each checked with the same parser as the
+// SPANK options. Unknown keys under the m2g prefix are errors: throws
+// ParseError naming the annotation and what is accepted.
+std::vector<std::string> pod_m2g_options(const std::map<std::string, std::string>& annotations);
+
+}  // namespace m2g
