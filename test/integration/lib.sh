@@ -101,11 +101,15 @@ skip() {
 # must not install EXIT traps of their own: the trap's first command has to
 # see the script's exit status).
 TB_TMP=$(mktemp -d)
+TB_CLEANUP_PIDS=()  # tests append PIDs of helper processes to stop at exit
 
 # The EXIT trap: stop the testbed, settle the plan, choose the exit status.
 _tb_on_exit() {
 	local rc=$?
 	set +e
+	# Helper processes a test started (servers on loopback): stopped by PID.
+	local pid
+	for pid in "${TB_CLEANUP_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
 	[[ -n ${TB_TMP:-} ]] && rm -rf -- "$TB_TMP"
 	if ((rc != 0)) && ((_TAP_DONE == 0)); then
 		_tap_result 1 "script exited early with status $rc${_TB_ERR_LINE:+ (line $_TB_ERR_LINE)}"

@@ -1,0 +1,320 @@
+// m2g-slinky: m2g's policy for Slurm on Kubernetes (SchedMD Slinky).
+//
+// Watches the Kubernetes Nodes and the slurmd pods of slurm-operator's
+// NodeSets, and keeps three things current (doc/slinky.md):
+//   - ConfigMap --configmap, key m2g.conf: the cluster's m2g.conf, from GPU
+//     clique and topograph tier labels (written when it changes);
+//   - ConfigMap --signals-configmap, key signals.json: the m2g.signals/v1
+//     feed with cordons, taints and node conditions (every --interval);
+//   - Node annotation topology.slinky.slurm.net/spec: the node's place in
+//     the Slurm topology, which slurm-operator copies to the Slurm node.
+// The mapping is the core's (src/topology/slinky.cpp); the Kubernetes
+// client is slinky/src/kube.cpp.
+#include <CLI/CLI.hpp>
+#include <json-c/json.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "kube.hpp"
+#include "m2g_config.h"
+#include "topology/error.hpp"
+#include "topology/slinky.hpp"
+#include "topology/well_known.hpp"
+
+namespace {
+
+using Json = std::unique_ptr<json_object, decltype(&json_object_put)>;
+
+std::atomic<bool> g_stop{false};
+
+void on_signal(int) { g_stop = true; }
+
+void log(const std::string& msg)
+{
+    char ts[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    std::cerr << ts << " m2g-slinky: " << msg << "\n";
+}
+
+std::string url_escape(const std::string& s)
+{
+    std::string out;
+    for (unsigned char c : s) {
+        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~')
+            out += static_cast<char>(c);
+        else {
+            char buf[4];
+            std::snprintf(buf, sizeof buf, "%%%02X", c);
+            out += buf;
+        }
+    }
+    return out;
+}
+
+std::string json_text(json_object* o)
+{
+    return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+}
+
+[[noreturn]] void api_failed(const std::string& what, const m2g::kube::Response& r)
+{
+    throw m2g::Error(what + ": " + (r.error.empty() ? "HTTP " + std::to_string(r.status) : r.error));
+}
+
+struct Args {
+    std::string kubeconfig, context, ns, selector = m2g::kw::kK8sSlurmdSelector;
+    std::string configmap = "m2g-config", signals_configmap = "m2g-signals", out_dir;
+    m2g::SlinkyOptions view;
+    int interval = 30;
+    bool once = false, dry_run = false;
+};
+
+class Adapter {
+  public:
+    Adapter(m2g::kube::Client& c, const Args& a) : c_(c), a_(a) {}
+
+    // Create or update one key of a ConfigMap; true when it changed.
+    bool upsert_configmap(const std::string& name, const std::string& key, const std::string& text)
+    {
+        const std::string base = "/api/v1/namespaces/" + url_escape(a_.ns) + "/configmaps";
+        const m2g::kube::Response got = c_.get(base + "/" + url_escape(name));
+        if (got.status == 404) {
+            Json cm(json_object_new_object(), json_object_put);
+            json_object_object_add(cm.get(), "apiVersion", json_object_new_string("v1"));
+            json_object_object_add(cm.get(), "kind", json_object_new_string("ConfigMap"));
+            json_object* meta = json_object_new_object();
+            json_object_object_add(meta, "name", json_object_new_string(name.c_str()));
+            json_object* labels = json_object_new_object();
+            json_object_object_add(labels, "app.kubernetes.io/managed-by", json_object_new_string("m2g-slinky"));
+            json_object_object_add(meta, "labels", labels);
+            json_object_object_add(cm.get(), "metadata", meta);
+            json_object* data = json_object_new_object();
+            json_object_object_add(data, key.c_str(), json_object_new_string(text.c_str()));
+            json_object_object_add(cm.get(), "data", data);
+            const m2g::kube::Response r = c_.post(base, json_text(cm.get()));
+            if (!r.ok())
+                api_failed("create ConfigMap " + a_.ns + "/" + name, r);
+            return true;
+        }
+        if (!got.ok())
+            api_failed("read ConfigMap " + a_.ns + "/" + name, got);
+        json_object* cur = json_tokener_parse(got.body.c_str());
+        Json holder(cur, json_object_put);
+        json_object *data = nullptr, *val = nullptr;
+        if (cur && json_object_object_get_ex(cur, "data", &data) && json_object_object_get_ex(data, key.c_str(), &val) &&
+            json_object_is_type(val, json_type_string) && json_object_get_string(val) == text)
+            return false;
+        Json patch(json_object_new_object(), json_object_put);
+        json_object* d = json_object_new_object();
+        json_object_object_add(d, key.c_str(), json_object_new_string(text.c_str()));
+        json_object_object_add(patch.get(), "data", d);
+        const m2g::kube::Response r = c_.patch(base + "/" + url_escape(name), json_text(patch.get()));
+        if (!r.ok())
+            api_failed("update ConfigMap " + a_.ns + "/" + name, r);
+        return true;
+    }
+
+    // Set (or, with "", remove) the topology annotation of one node.
+    void annotate(const std::string& node, const std::string& value)
+    {
+        Json patch(json_object_new_object(), json_object_put);
+        json_object* meta = json_object_new_object();
+        json_object* ann = json_object_new_object();
+        json_object_object_add(ann, m2g::kw::kK8sAnnotationTopology,
+                               value.empty() ? nullptr : json_object_new_string(value.c_str()));
+        json_object_object_add(meta, "annotations", ann);
+        json_object_object_add(patch.get(), "metadata", meta);
+        const m2g::kube::Response r = c_.patch("/api/v1/nodes/" + url_escape(node), json_text(patch.get()));
+        if (!r.ok())
+            api_failed("annotate node " + node, r);
+    }
+
+    // One pass over what the informers (or lists) hold.
+    void sync(const std::map<std::string, std::string>& node_objs, const std::map<std::string, std::string>& pod_objs)
+    {
+        std::vector<m2g::K8sNode> nodes;
+        std::vector<m2g::K8sPod> pods;
+        for (const auto& [key, json] : node_objs) {
+            try {
+                nodes.push_back(m2g::parse_k8s_node(json, "node " + key));
+            } catch (const m2g::Error& e) {
+                log(std::string("skipping: ") + e.what());
+            }
+        }
+        for (const auto& [key, json] : pod_objs) {
+            try {
+                pods.push_back(m2g::parse_k8s_pod(json, "pod " + key));
+            } catch (const m2g::Error& e) {
+                log(std::string("skipping: ") + e.what());
+            }
+        }
+        const m2g::SlinkyView v = m2g::build_slinky_view(nodes, pods, a_.view, std::time(nullptr));
+        for (const std::string& w : v.warnings)
+            if (warned_.insert(w).second)
+                log("warning: " + w);
+        if (!a_.out_dir.empty()) {
+            write_file(a_.out_dir + "/" + m2g::kw::kK8sConfigMapConfKey, v.conf);
+            write_file(a_.out_dir + "/" + m2g::kw::kK8sConfigMapSignalsKey, v.signals);
+        }
+        if (a_.dry_run) {
+            std::cout << v.conf << "\n# signals\n" << v.signals;
+            for (const auto& [node, value] : v.annotations)
+                std::cout << "# annotate " << node << " " << m2g::kw::kK8sAnnotationTopology << "=" << value << "\n";
+            return;
+        }
+        if (v.conf != last_conf_) {
+            if (upsert_configmap(a_.configmap, m2g::kw::kK8sConfigMapConfKey, v.conf))
+                log("wrote m2g.conf to ConfigMap " + a_.ns + "/" + a_.configmap + " (" +
+                    std::to_string(v.slurm_to_k8s.size()) + " Slurm nodes)");
+            last_conf_ = v.conf;
+        }
+        upsert_configmap(a_.signals_configmap, m2g::kw::kK8sConfigMapSignalsKey, v.signals);
+        int changed = 0;
+        for (const m2g::K8sNode& n : nodes) {
+            auto want = v.annotations.find(n.name);
+            auto have = n.annotations.find(m2g::kw::kK8sAnnotationTopology);
+            const std::string w = want == v.annotations.end() ? "" : want->second;
+            const std::string h = have == n.annotations.end() ? "" : have->second;
+            if (w == h || (w.empty() && have == n.annotations.end()))
+                continue;
+            annotate(n.name, w);
+            ++changed;
+        }
+        if (changed)
+            log("updated " + std::string(m2g::kw::kK8sAnnotationTopology) + " on " + std::to_string(changed) +
+                " node" + (changed == 1 ? "" : "s"));
+    }
+
+  private:
+    static void write_file(const std::string& path, const std::string& text)
+    {
+        const std::string tmp = path + ".tmp";
+        {
+            std::ofstream f(tmp);
+            f << text;
+            if (!f.flush())
+                throw m2g::Error(tmp + ": cannot write");
+        }
+        if (std::rename(tmp.c_str(), path.c_str()) != 0)
+            throw m2g::Error(path + ": cannot replace");
+    }
+
+    m2g::kube::Client& c_;
+    const Args& a_;
+    std::string last_conf_;
+    std::set<std::string> warned_;
+};
+
+std::map<std::string, std::string> list_all(m2g::kube::Client& c, const std::string& path)
+{
+    std::map<std::string, std::string> out;
+    for (const std::string& item : c.list(path).items)
+        out[m2g::kube::Informer::key_of(item)] = item;
+    return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    CLI::App app{"m2g-slinky: m2g's topology and health for Slurm on Kubernetes (SchedMD Slinky)", "m2g-slinky"};
+    app.set_version_flag("--version", std::string("m2g-slinky ") + PACKAGE_VERSION);
+    Args a;
+    app.add_option("--kubeconfig", a.kubeconfig, "a kubeconfig file (default: the pod's service account)");
+    app.add_option("--context", a.context, "the kubeconfig context (default: its current-context)");
+    app.add_option("--namespace", a.ns, "namespace of the slurmd pods and the ConfigMaps (default: the pod's)");
+    app.add_option("--pod-selector", a.selector, "label selector of slurm-operator's slurmd pods");
+    app.add_option("--configmap", a.configmap, "ConfigMap that receives m2g.conf");
+    app.add_option("--signals-configmap", a.signals_configmap, "ConfigMap that receives signals.json");
+    app.add_option("--cluster-name", a.view.cluster_name, "ClusterName= of the m2g.conf written");
+    app.add_option("--tree-topology", a.view.tree_topology,
+                   "topology name for the tree part of the annotation ('default': topology.conf; '' none)");
+    app.add_option("--block-topology", a.view.block_topology, "topology name for a block part ('' none)");
+    app.add_option("--interval", a.interval, "seconds between signals heartbeats and full resyncs")
+        ->check(CLI::Range(5, 3600));
+    app.add_option("--out-dir", a.out_dir, "also write m2g.conf and signals.json into this directory");
+    app.add_flag("--once", a.once, "list once, write, exit (no watch)");
+    app.add_flag("--dry-run", a.dry_run, "print what would be written; change nothing");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e) == 0 ? 0 : 2;
+    }
+    try {
+        m2g::kube::Config cfg = a.kubeconfig.empty() ? m2g::kube::in_cluster() : m2g::kube::from_kubeconfig(a.kubeconfig, a.context);
+        if (a.ns.empty())
+            a.ns = cfg.namespace_.empty() ? "default" : cfg.namespace_;
+        const std::string pods_path =
+            "/api/v1/namespaces/" + url_escape(a.ns) + "/pods?labelSelector=" + url_escape(a.selector);
+        m2g::kube::Client client(cfg);
+        Adapter adapter(client, a);
+        if (a.once) {
+            adapter.sync(list_all(client, "/api/v1/nodes"), list_all(client, pods_path));
+            return 0;
+        }
+        std::signal(SIGTERM, on_signal);
+        std::signal(SIGINT, on_signal);
+        // Two informers, each on its own thread and client; the main thread
+        // syncs when either changed, and every --interval regardless.
+        std::mutex mu;
+        std::map<std::string, std::string> nodes, pods;
+        std::atomic<bool> dirty{false};
+        auto watch = [&](const std::string& path, std::map<std::string, std::string>& into) {
+            m2g::kube::Client own(cfg);
+            own.set_cancel(&g_stop);
+            m2g::kube::Informer::Options opt;
+            opt.log = [](const std::string& m) { log(m); };
+            m2g::kube::Informer inf(own, path, path,
+                                    [&](const m2g::kube::Informer::Store& s) {
+                                        std::lock_guard<std::mutex> lock(mu);
+                                        into = s;
+                                        dirty = true;
+                                    },
+                                    opt);
+            inf.run(g_stop);
+        };
+        std::thread tn(watch, std::string("/api/v1/nodes"), std::ref(nodes));
+        std::thread tp(watch, pods_path, std::ref(pods));
+        auto last = std::chrono::steady_clock::time_point{};
+        log("watching nodes and pods (" + a.selector + ") in namespace " + a.ns + " on " + cfg.server);
+        while (!g_stop) {
+            std::this_thread::sleep_for(std::chrono::seconds(1));
+            const auto now = std::chrono::steady_clock::now();
+            if (!dirty && now - last < std::chrono::seconds(a.interval))
+                continue;
+            std::map<std::string, std::string> n, p;
+            {
+                std::lock_guard<std::mutex> lock(mu);
+                n = nodes;
+                p = pods;
+                dirty = false;
+            }
+            if (n.empty() || p.empty())
+                continue;  // the informers have not listed yet
+            last = now;
+            try {
+                adapter.sync(n, p);
+            } catch (const std::exception& e) {
+                log(std::string("sync failed, retrying at the next change or interval: ") + e.what());
+            }
+        }
+        tn.join();
+        tp.join();
+        return 0;
+    } catch (const std::exception& e) {
+        std::cerr << "m2g-slinky: " << e.what() << "\n";
+        return 1;
+    }
+}
