@@ -137,7 +137,7 @@ fi
 cp "$T/m2g.conf" "$TB_DIR/etc/m2g.conf"
 scontrol reconfigure
 sleep 3
-id=$(sbatch --parsable -J nvl72 -N18 --exclusive --gres=gpu:4 --m2g-topology=strict:nvlink --wrap 'sleep 120')
+id=$(sbatch --parsable -o /dev/null -J nvl72 -N18 --exclusive --gres=gpu:4 --m2g-topology=strict:nvlink --wrap 'sleep 120')
 if wait_job_state "$id" RUNNING 90; then
 	nodes=$(job_nodelist "$id")
 	diag "the 72-GPU job runs on $nodes"
