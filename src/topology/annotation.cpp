@@ -64,8 +64,16 @@ std::string clean(std::string_view text)
 
 }  // namespace
 
+bool foreign_structured(std::string_view comment)
+{
+    const size_t i = comment.find_first_not_of(" \t\r\n");
+    return i != std::string_view::npos && (comment[i] == '{' || comment[i] == '[');
+}
+
 std::string set_annotation(std::string_view comment, AnnotationPart part, std::string_view text)
 {
+    if (foreign_structured(comment))
+        return std::string(comment);
     Segment seg = split(comment);
     (part == AnnotationPart::Placement ? seg.placement : seg.admission) = clean(text);
     std::string inner = seg.placement;

@@ -15,9 +15,15 @@ namespace m2g {
 
 enum class AnnotationPart { Placement, Admission };
 
+// Whether another tool keeps AdminComment as structured data (it starts
+// with '{' or '['): slurm-bridge writes {"pods":[...]} there and parses it
+// back strictly, so m2g must not add to it.
+bool foreign_structured(std::string_view comment);
+
 // `comment` with `part` of the m2g segment set to `text` (empty: removed;
 // the segment goes when both parts are empty). ']' and ';' in `text` are
-// replaced by ')' and ',' so the segment stays parseable.
+// replaced by ')' and ',' so the segment stays parseable. A comment that
+// foreign_structured() is returned unchanged.
 std::string set_annotation(std::string_view comment, AnnotationPart part, std::string_view text);
 
 // The text of `part` ("" when absent).

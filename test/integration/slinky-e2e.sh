@@ -161,4 +161,20 @@ else
 	diag "$(scontrol show job "$id" | head -20)"
 fi
 scancel "$id" 2>/dev/null || true
+
+# slurm-bridge keeps {"pods":[...]} in AdminComment and parses it back as
+# strict JSON: neither job_submit/m2g nor select/m2g may add to it.
+# (sbatch 22.05 has no --admin-comment: hold the job, set it as an operator
+# would, release it, and let select/m2g place it.)
+bridge='{"pods":["ml/train-0"]}'
+bid=$(sbatch --parsable -H -o /dev/null -J bridge -N1 --gres=gpu:1 --wrap 'sleep 30')
+scontrol update JobId="$bid" AdminComment="$bridge"
+scontrol release "$bid"
+if wait_job_state "$bid" RUNNING 60; then
+	is "$(squeue -h -j "$bid" -O admin_comment:200 | sed 's/ *$//')" "$bridge" \
+		"a slurm-bridge job's JSON AdminComment is left exactly as it was"
+else
+	ok 1 "the slurm-bridge-style job runs"
+fi
+scancel "$bid" 2>/dev/null || true
 done_testing

@@ -5,6 +5,7 @@
 
 using m2g::AnnotationPart;
 using m2g::get_annotation;
+using m2g::foreign_structured;
 using m2g::set_annotation;
 
 TEST(Annotation, PlacementAloneKeepsTheIssue4Format)
@@ -53,4 +54,18 @@ TEST(Annotation, UnterminatedSegmentIsRepaired)
 {
     EXPECT_EQ(set_annotation("m2g:[domains=nvl01", AnnotationPart::Admission, "admit"),
               "m2g:[domains=nvl01; admission=admit]");
+}
+
+// slurm-bridge keeps {"pods":[...]} in AdminComment and parses it back as
+// strict JSON: m2g leaves such a comment alone, whichever part it writes.
+TEST(Annotation, LeavesAnotherToolsStructuredCommentAlone)
+{
+    const std::string bridge = R"({"pods":["ml/train-0","ml/train-1"]})";
+    EXPECT_TRUE(foreign_structured(bridge));
+    EXPECT_TRUE(foreign_structured("  [1,2]"));
+    EXPECT_FALSE(foreign_structured("ticket 42"));
+    EXPECT_FALSE(foreign_structured(""));
+    EXPECT_EQ(set_annotation(bridge, AnnotationPart::Placement, "domains=1 nodes=r01n[01-18]"), bridge);
+    EXPECT_EQ(set_annotation(bridge, AnnotationPart::Admission, "admit class=training"), bridge);
+    EXPECT_EQ(set_annotation("ticket 42", AnnotationPart::Admission, "admit"), "ticket 42 m2g:[admission=admit]");
 }
