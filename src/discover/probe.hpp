@@ -19,13 +19,14 @@
 #include <string>
 
 #include "topology/discover.hpp"
+#include "topology/well_known.hpp"
 
 namespace m2g {
 
-// Where NVML comes from unless ProbeOptions::nvml_library says otherwise
-// (tests point it at test/fake-nvml). TODO(well_known): move next to the
-// other M2G_* environment keys in src/topology/well_known.hpp.
-inline constexpr const char* kEnvNvmlLibrary = "M2G_NVML_LIBRARY";
+// Where NVML comes from unless ProbeOptions::nvml_library says otherwise:
+// $M2G_NVML_LIBRARY (kw::kEnvNvmlLibrary; tests point it at test/fake-nvml),
+// else this library name.
+inline constexpr const char* kEnvNvmlLibrary = kw::kEnvNvmlLibrary;
 inline constexpr const char* kDefaultNvmlLibrary = "libnvidia-ml.so.1";
 
 struct ProbeOptions {

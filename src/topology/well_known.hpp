@@ -288,6 +288,7 @@ inline constexpr const char* kLabelLe = "le";  // histogram bucket bound
 // ---- files ---------------------------------------------------------------
 inline constexpr const char* kConfFile = "m2g.conf";  // next to slurm.conf
 inline constexpr const char* kConfEnv = "M2G_CONF";   // overrides the path (tests, CLI)
+inline constexpr const char* kEnvNvmlLibrary = "M2G_NVML_LIBRARY";  // m2g discover node: NVML to dlopen
 
 // ---- Kubernetes (m2g-slinky, doc/slinky.md) -----------------------------------
 // Node labels read (doc/slinky.md gives the sources and versions).
