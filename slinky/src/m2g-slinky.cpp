@@ -7,7 +7,10 @@
 //   - ConfigMap --signals-configmap, key signals.json: the m2g.signals/v1
 //     feed with cordons, taints and node conditions (every --interval);
 //   - Node annotation topology.slinky.slurm.net/spec: the node's place in
-//     the Slurm topology, which slurm-operator copies to the Slurm node.
+//     the Slurm topology, which slurm-operator copies to the Slurm node;
+//   - ConfigMap --signals-configmap, key bridge-intents.json: the m2g intent
+//     of every pod slurm-bridge schedules, from its m2g.slurm.net/*
+//     annotations, for job_submit/m2g (BridgeIntentsFile=).
 // The mapping is the core's (src/topology/slinky.cpp); the Kubernetes
 // client is slinky/src/kube.cpp.
 #include <CLI/CLI.hpp>
@@ -29,6 +32,7 @@
 #include "kube.hpp"
 #include "m2g_config.h"
 #include "topology/error.hpp"
+#include "topology/recipes.hpp"
 #include "topology/slinky.hpp"
 #include "topology/well_known.hpp"
 
@@ -76,6 +80,8 @@ std::string json_text(json_object* o)
 struct Args {
     std::string kubeconfig, context, ns, selector = m2g::kw::kK8sSlurmdSelector;
     std::string configmap = "m2g-config", signals_configmap = "m2g-signals", out_dir;
+    std::string bridge_scheduler = m2g::kw::kK8sBridgeScheduler;  // "" no slurm-bridge pods
+    std::string recipes;                                          // the site's m2g-recipes.conf
     m2g::SlinkyOptions view;
     int interval = 30;
     bool once = false, dry_run = false;
@@ -83,7 +89,11 @@ struct Args {
 
 class Adapter {
   public:
-    Adapter(m2g::kube::Client& c, const Args& a) : c_(c), a_(a) {}
+    Adapter(m2g::kube::Client& c, const Args& a) : c_(c), a_(a)
+    {
+        if (!a.recipes.empty())
+            catalog_ = std::make_unique<m2g::RecipeCatalog>(m2g::read_recipes(a.recipes));
+    }
 
     // Create or update one key of a ConfigMap; true when it changed.
     bool upsert_configmap(const std::string& name, const std::string& key, const std::string& text)
@@ -142,7 +152,8 @@ class Adapter {
     }
 
     // One pass over what the informers (or lists) hold.
-    void sync(const std::map<std::string, std::string>& node_objs, const std::map<std::string, std::string>& pod_objs)
+    void sync(const std::map<std::string, std::string>& node_objs, const std::map<std::string, std::string>& pod_objs,
+              const std::map<std::string, std::string>* bridge_objs)
     {
         std::vector<m2g::K8sNode> nodes;
         std::vector<m2g::K8sPod> pods;
@@ -164,12 +175,42 @@ class Adapter {
         for (const std::string& w : v.warnings)
             if (warned_.insert(w).second)
                 log("warning: " + w);
+        std::string intents;
+        if (bridge_objs) {
+            std::vector<m2g::K8sPod> bridge;
+            for (const auto& [key, json] : *bridge_objs) {
+                try {
+                    m2g::K8sPod p = m2g::parse_k8s_pod(json, "pod " + key);
+                    if (p.deleting || p.phase == "Succeeded" || p.phase == "Failed")
+                        continue;  // no job will be submitted for it any more
+                    const m2g::BridgeIntent bi = m2g::pod_bridge_intent(p, catalog_.get());
+                    if (!bi.error.empty() && warned_.insert(key + bi.error).second)
+                        log("pod " + p.ns + "/" + p.name + ": " + bi.error +
+                            "; job_submit/m2g refuses the Slurm job slurm-bridge submits for it");
+                    bridge.push_back(std::move(p));
+                } catch (const m2g::Error& e) {
+                    log(std::string("skipping: ") + e.what());
+                }
+            }
+            // generated_at only moves when the content does: an unchanged
+            // document is not rewritten (each write reaches the pods' files).
+            const std::string body = m2g::bridge_intents_json(bridge, catalog_.get(), 0);
+            if (body != last_intents_body_) {
+                last_intents_body_ = body;
+                last_intents_ = m2g::bridge_intents_json(bridge, catalog_.get(), std::time(nullptr));
+            }
+            intents = last_intents_;
+        }
         if (!a_.out_dir.empty()) {
             write_file(a_.out_dir + "/" + m2g::kw::kK8sConfigMapConfKey, v.conf);
             write_file(a_.out_dir + "/" + m2g::kw::kK8sConfigMapSignalsKey, v.signals);
+            if (bridge_objs)
+                write_file(a_.out_dir + "/" + m2g::kw::kK8sConfigMapIntentsKey, intents);
         }
         if (a_.dry_run) {
             std::cout << v.conf << "\n# signals\n" << v.signals;
+            if (bridge_objs)
+                std::cout << "# " << m2g::kw::kK8sConfigMapIntentsKey << "\n" << intents;
             for (const auto& [node, value] : v.annotations)
                 std::cout << "# annotate " << node << " " << m2g::kw::kK8sAnnotationTopology << "=" << value << "\n";
             return;
@@ -181,6 +222,9 @@ class Adapter {
             last_conf_ = v.conf;
         }
         upsert_configmap(a_.signals_configmap, m2g::kw::kK8sConfigMapSignalsKey, v.signals);
+        if (bridge_objs && upsert_configmap(a_.signals_configmap, m2g::kw::kK8sConfigMapIntentsKey, intents))
+            log("wrote " + std::string(m2g::kw::kK8sConfigMapIntentsKey) + " to ConfigMap " + a_.ns + "/" +
+                a_.signals_configmap + " (" + std::to_string(bridge_objs->size()) + " slurm-bridge pods)");
         int changed = 0;
         for (const m2g::K8sNode& n : nodes) {
             auto want = v.annotations.find(n.name);
@@ -214,6 +258,8 @@ class Adapter {
     m2g::kube::Client& c_;
     const Args& a_;
     std::string last_conf_;
+    std::string last_intents_body_, last_intents_;
+    std::unique_ptr<m2g::RecipeCatalog> catalog_;
     std::set<std::string> warned_;
 };
 
@@ -244,6 +290,9 @@ int main(int argc, char** argv)
     app.add_option("--block-topology", a.view.block_topology, "topology name for a block part ('' none)");
     app.add_option("--interval", a.interval, "seconds between signals heartbeats and full resyncs")
         ->check(CLI::Range(5, 3600));
+    app.add_option("--bridge-scheduler", a.bridge_scheduler,
+                   "schedulerName of slurm-bridge's pods, whose m2g.slurm.net/* annotations are published ('' none)");
+    app.add_option("--recipes", a.recipes, "the site's m2g-recipes.conf, for m2g.slurm.net/recipe annotations");
     app.add_option("--out-dir", a.out_dir, "also write m2g.conf and signals.json into this directory");
     app.add_flag("--once", a.once, "list once, write, exit (no watch)");
     app.add_flag("--dry-run", a.dry_run, "print what would be written; change nothing");
@@ -258,20 +307,32 @@ int main(int argc, char** argv)
             a.ns = cfg.namespace_.empty() ? "default" : cfg.namespace_;
         const std::string pods_path =
             "/api/v1/namespaces/" + url_escape(a.ns) + "/pods?labelSelector=" + url_escape(a.selector);
+        // slurm-bridge's pods, in every namespace.
+        const std::string bridge_path =
+            a.bridge_scheduler.empty()
+                ? ""
+                : "/api/v1/pods?fieldSelector=" + url_escape("spec.schedulerName=" + a.bridge_scheduler);
         m2g::kube::Client client(cfg);
         Adapter adapter(client, a);
         if (a.once) {
-            adapter.sync(list_all(client, "/api/v1/nodes"), list_all(client, pods_path));
+            std::map<std::string, std::string> bridge;
+            if (!bridge_path.empty())
+                bridge = list_all(client, bridge_path);
+            adapter.sync(list_all(client, "/api/v1/nodes"), list_all(client, pods_path),
+                         bridge_path.empty() ? nullptr : &bridge);
             return 0;
         }
         std::signal(SIGTERM, on_signal);
         std::signal(SIGINT, on_signal);
-        // Two informers, each on its own thread and client; the main thread
-        // syncs when either changed, and every --interval regardless.
+        // One informer per object kind, each on its own thread and client;
+        // the main thread syncs when any changed, and every --interval
+        // regardless, once each has listed.
         std::mutex mu;
-        std::map<std::string, std::string> nodes, pods;
+        std::map<std::string, std::string> nodes, pods, bridge;
+        int listed = 0;  // informers that have delivered a list
         std::atomic<bool> dirty{false};
         auto watch = [&](const std::string& path, std::map<std::string, std::string>& into) {
+            bool first = true;
             m2g::kube::Client own(cfg);
             own.set_cancel(&g_stop);
             m2g::kube::Informer::Options opt;
@@ -281,37 +342,49 @@ int main(int argc, char** argv)
                                         std::lock_guard<std::mutex> lock(mu);
                                         into = s;
                                         dirty = true;
+                                        if (first)
+                                            ++listed;
+                                        first = false;
                                     },
                                     opt);
             inf.run(g_stop);
         };
         std::thread tn(watch, std::string("/api/v1/nodes"), std::ref(nodes));
         std::thread tp(watch, pods_path, std::ref(pods));
+        std::thread tb;
+        if (!bridge_path.empty())
+            tb = std::thread(watch, bridge_path, std::ref(bridge));
+        const int informers = bridge_path.empty() ? 2 : 3;
         auto last = std::chrono::steady_clock::time_point{};
-        log("watching nodes and pods (" + a.selector + ") in namespace " + a.ns + " on " + cfg.server);
+        log("watching nodes and pods (" + a.selector + ") in namespace " + a.ns +
+            (bridge_path.empty() ? std::string() : ", and " + a.bridge_scheduler + " pods in all namespaces,") +
+            " on " + cfg.server);
         while (!g_stop) {
             std::this_thread::sleep_for(std::chrono::seconds(1));
             const auto now = std::chrono::steady_clock::now();
             if (!dirty && now - last < std::chrono::seconds(a.interval))
                 continue;
-            std::map<std::string, std::string> n, p;
+            std::map<std::string, std::string> n, p, b;
             {
                 std::lock_guard<std::mutex> lock(mu);
+                if (listed < informers)
+                    continue;  // not every informer has listed yet
                 n = nodes;
                 p = pods;
+                b = bridge;
                 dirty = false;
             }
-            if (n.empty() || p.empty())
-                continue;  // the informers have not listed yet
             last = now;
             try {
-                adapter.sync(n, p);
+                adapter.sync(n, p, bridge_path.empty() ? nullptr : &b);
             } catch (const std::exception& e) {
                 log(std::string("sync failed, retrying at the next change or interval: ") + e.what());
             }
         }
         tn.join();
         tp.join();
+        if (tb.joinable())
+            tb.join();
         return 0;
     } catch (const std::exception& e) {
         std::cerr << "m2g-slinky: " << e.what() << "\n";

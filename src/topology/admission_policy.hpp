@@ -39,6 +39,7 @@ struct ClassPolicy {
 struct AdmissionPolicy {
     std::string signals_file;  // "" none: admission uses m2g.conf budgets only
     std::string signals_status_file;  // "" none: where job_submit/m2g writes what it believes
+    std::string bridge_intents_file;  // "" none: m2g-slinky's bridge-intents.json (jobs from slurm-bridge)
     std::string stats_dir;  // StatsDir=, "" none: where select/m2g and job_submit/m2g publish their counters
     int signals_ttl_sec = 300;
     int signals_poll_sec = 5;

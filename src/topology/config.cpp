@@ -64,7 +64,7 @@ const std::vector<const char*> kGlobalKeys{
     kw::kDefaultDeferrable,  kw::kDefaultPowerPerGpuW, kw::kPowerRetrySec,      kw::kRampRateKWPerMin,
     kw::kPaceIntervalSec,    kw::kPaceGpusPerInterval, kw::kDeferExemptAccounts, kw::kDeferExemptGroups,
     kw::kNoDeferAction,      kw::kMaintenanceAction,   kw::kReleaseCheckSec,    kw::kEnergyPricePerKWh,
-    kw::kEnergyCurrency,     kw::kStatsDir};
+    kw::kEnergyCurrency,     kw::kStatsDir,            kw::kBridgeIntentsFile};
 const LineKind kPartitionLine{kw::kPartitionName, {kw::kDefaultTopology, kw::kPreferWaitSec, kw::kSparePerDomain}};
 const LineKind kClassLine{kw::kClassName, {kw::kDeferrable, kw::kPowerPerGpuW}};
 const std::vector<const char*> kLineHeads{kw::kNodeName, kw::kDomainName, kw::kSwitchName, kw::kFaultDomain,
@@ -180,6 +180,8 @@ void set_admission_key(AdmissionPolicy& a, const SourceLoc& loc, const std::stri
         a.signals_status_file = absolute_path(loc, k, value);
     else if (key == kw::kStatsDir)
         a.stats_dir = absolute_path(loc, k, value);
+    else if (key == kw::kBridgeIntentsFile)
+        a.bridge_intents_file = absolute_path(loc, k, value);
     else if (key == kw::kSignalsTTLSec)
         a.signals_ttl_sec = parse_integer(loc, k, value, 1, 7 * 86400);
     else if (key == kw::kSignalsPollSec)

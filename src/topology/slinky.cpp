@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <ctime>
 #include <memory>
 #include <set>
 
@@ -12,6 +13,7 @@
 #include "topology/error.hpp"
 #include "topology/hostlist.hpp"
 #include "topology/intent.hpp"
+#include "topology/recipes.hpp"
 #include "topology/signals.hpp"
 #include "topology/well_known.hpp"
 
@@ -105,6 +107,24 @@ bool contains_ci(const std::string& hay, const std::string& needle)
     return h.find(n) != std::string::npos;
 }
 
+// metadata.creationTimestamp: RFC 3339 in UTC, as the API server writes it
+// ("2026-11-30T02:55:44Z"). 0 when absent; ParseError when malformed.
+int64_t rfc3339(const std::string& text, const std::string& what)
+{
+    if (text.empty())
+        return 0;
+    struct tm tm {};
+    const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!end)
+        throw ParseError(what + ": '" + text + "' is not an RFC 3339 time (YYYY-MM-DDTHH:MM:SSZ)");
+    if (*end == '.')
+        while (std::isdigit(static_cast<unsigned char>(*++end))) {
+        }
+    if (std::string(end) != "Z")
+        throw ParseError(what + ": '" + text + "' is not an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)");
+    return static_cast<int64_t>(timegm(&tm));
+}
+
 }  // namespace
 
 K8sNode parse_k8s_node(const std::string& json, const std::string& what)
@@ -168,7 +188,10 @@ K8sPod parse_k8s_pod(const std::string& json, const std::string& what)
     json_object* spec = member(o, "spec");
     p.node_name = string_at(spec, "nodeName", what, "spec.");
     p.hostname = string_at(spec, "hostname", what, "spec.");
+    p.scheduler = string_at(spec, "schedulerName", what, "spec.");
     p.phase = string_at(member(o, "status"), "phase", what, "status.");
+    p.created = rfc3339(string_at(meta, "creationTimestamp", what, "metadata."), what + ": metadata.creationTimestamp");
+    p.deleting = member(meta, "deletionTimestamp") != nullptr;
     return p;
 }
 
@@ -178,12 +201,18 @@ SlinkyView build_slinky_view(const std::vector<K8sNode>& nodes, const std::vecto
     SlinkyView v;
     const std::vector<std::string> domain_labels =
         o.domain_labels.empty()
-            ? std::vector<std::string>{kw::kK8sLabelGpuClique, kw::kK8sLabelTopographDomain}
+            ? std::vector<std::string>{kw::kK8sLabelGpuClique, kw::kK8sLabelTopographDomain,
+                                       kw::kK8sLabelOldTopographDomain}
             : o.domain_labels;
-    const std::vector<std::string> tier_labels =
-        o.tier_labels.empty() ? std::vector<std::string>{kw::kK8sLabelTopographTier0, kw::kK8sLabelTopographTier1,
-                                                          kw::kK8sLabelTopographTier2}
-                              : o.tier_labels;
+    // The tier label sets, first match (its leaf label present) wins:
+    // topograph >= 1.0, then the keys topograph used before.
+    const std::vector<std::vector<std::string>> tier_sets =
+        o.tier_labels.empty()
+            ? std::vector<std::vector<std::string>>{{kw::kK8sLabelTopographTier0, kw::kK8sLabelTopographTier1,
+                                                     kw::kK8sLabelTopographTier2},
+                                                    {kw::kK8sLabelOldTopographLeaf, kw::kK8sLabelOldTopographSpine,
+                                                     kw::kK8sLabelOldTopographCore}}
+            : std::vector<std::vector<std::string>>{o.tier_labels};
     std::map<std::string, const K8sNode*> by_name;
     for (const K8sNode& n : nodes)
         by_name[n.name] = &n;
@@ -193,8 +222,13 @@ SlinkyView build_slinky_view(const std::vector<K8sNode>& nodes, const std::vecto
     std::map<std::string, const K8sNode*> node_of_slurm;
     std::set<std::string> k8s_with_pod;
     for (const K8sPod& p : slurmd_pods) {
-        const std::string slurm = p.hostname.empty() ? p.name : p.hostname;
+        auto named = p.labels.find(kw::kK8sLabelPodHostname);
+        const std::string slurm = named != p.labels.end() && !named->second.empty() ? named->second
+                                  : p.hostname.empty()                             ? p.name
+                                                                                   : p.hostname;
         const std::string who = "slurmd pod " + (p.ns.empty() ? "" : p.ns + "/") + p.name;
+        if (p.deleting)
+            continue;  // going away: its Slurm node leaves with it
         if (p.node_name.empty()) {
             v.warnings.push_back(who + " is not scheduled on a node yet; Slurm node " + slurm + " is left out");
             continue;
@@ -230,7 +264,13 @@ SlinkyView build_slinky_view(const std::vector<K8sNode>& nodes, const std::vecto
                 break;
             }
         }
-        for (const std::string& key : tier_labels) {
+        const std::vector<std::string>* tier_labels = &tier_sets.front();
+        for (const auto& set : tier_sets)
+            if (n.labels.count(set.front())) {
+                tier_labels = &set;
+                break;
+            }
+        for (const std::string& key : *tier_labels) {
             auto l = n.labels.find(key);
             if (l == n.labels.end() || l->second.empty())
                 break;
@@ -385,6 +425,160 @@ std::vector<std::string> pod_m2g_options(const std::map<std::string, std::string
         }
     }
     return out;
+}
+
+BridgeIntent pod_bridge_intent(const K8sPod& pod, const RecipeCatalog* catalog)
+{
+    BridgeIntent out;
+    try {
+        JobIntent intent;
+        for (const std::string& arg : pod_m2g_options(pod.annotations)) {
+            const size_t eq = arg.find('=');
+            // now+N counts from the pod's creation: the same answer at every
+            // pass and after the adapter restarts.
+            apply_option(intent, std::string_view(arg).substr(2, eq - 2), std::string_view(arg).substr(eq + 1),
+                         pod.created);
+        }
+        if (!intent.recipe.empty()) {
+            if (!catalog)
+                throw ParseError(std::string("pod annotation ") + kw::kK8sPodRecipe + "=" + intent.recipe +
+                                 ": m2g-slinky has no recipe catalog (start it with --recipes FILE)");
+            expand_recipe(intent, *catalog);
+        }
+        out.env = encode_intent(intent);
+    } catch (const Error& e) {
+        out.error = e.what();
+    }
+    return out;
+}
+
+std::string bridge_intents_json(const std::vector<K8sPod>& pods, const RecipeCatalog* catalog, int64_t now)
+{
+    Json root(json_object_new_object(), json_object_put);
+    json_object_object_add(root.get(), "version", json_object_new_string(kw::kIntentsVersion));
+    json_object_object_add(root.get(), kw::kIntentsGeneratedAt, json_object_new_int64(now));
+    json_object* all = json_object_new_object();
+    json_object_object_add(root.get(), kw::kIntentsPods, all);
+    std::map<std::string, const K8sPod*> sorted;
+    for (const K8sPod& p : pods)
+        sorted[p.ns + "/" + p.name] = &p;
+    for (const auto& [key, p] : sorted) {
+        const BridgeIntent bi = pod_bridge_intent(*p, catalog);
+        json_object* entry = json_object_new_object();
+        if (!bi.error.empty()) {
+            json_object_object_add(entry, kw::kIntentsError, json_object_new_string(bi.error.c_str()));
+        } else {
+            json_object* env = json_object_new_object();
+            for (const auto& [k, v] : bi.env)
+                json_object_object_add(env, k.c_str(), json_object_new_string(v.c_str()));
+            json_object_object_add(entry, kw::kIntentsEnv, env);
+        }
+        json_object_object_add(all, key.c_str(), entry);
+    }
+    return std::string(json_object_to_json_string_ext(
+               root.get(), JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)) +
+           "\n";
+}
+
+BridgeIntents parse_bridge_intents(const std::string& text, const std::string& what)
+{
+    Json root = parse_json(text, what);
+    BridgeIntents doc;
+    const std::string version = string_at(root.get(), "version", what, "");
+    if (version != kw::kIntentsVersion)
+        throw ParseError(what + ": version: '" + version + "'; expected " + kw::kIntentsVersion);
+    json_object* at = member(root.get(), kw::kIntentsGeneratedAt);
+    if (!at || !json_object_is_type(at, json_type_int))
+        throw ParseError(what + ": generated_at: expected epoch seconds");
+    doc.generated_at = json_object_get_int64(at);
+    json_object* all = member(root.get(), kw::kIntentsPods);
+    if (!all || !json_object_is_type(all, json_type_object))
+        throw ParseError(what + ": pods: expected an object keyed namespace/pod");
+    json_object_object_foreach(all, key, entry)
+    {
+        const std::string path = std::string("pods.") + key;
+        if (!entry || !json_object_is_type(entry, json_type_object))
+            throw ParseError(what + ": " + path + ": expected an object with env or error");
+        BridgeIntent bi;
+        bi.error = string_at(entry, kw::kIntentsError, what, path + ".");
+        if (json_object* env = member(entry, kw::kIntentsEnv)) {
+            if (!json_object_is_type(env, json_type_object))
+                throw ParseError(what + ": " + path + ".env: expected an object of M2G_* variables");
+            json_object_object_foreach(env, k, v)
+            {
+                if (std::string(k).rfind("M2G_", 0) != 0 || !v || !json_object_is_type(v, json_type_string))
+                    throw ParseError(what + ": " + path + ".env." + k + ": expected an M2G_* variable with a string value");
+                bi.env.emplace_back(k, json_object_get_string(v));
+            }
+            std::sort(bi.env.begin(), bi.env.end());
+            // The values must be what spank_m2g itself would send.
+            std::vector<std::string> lines;
+            for (const auto& kv : bi.env)
+                lines.push_back(kv.first + "=" + kv.second);
+            try {
+                decode_intent(lines);
+            } catch (const Error& e) {
+                throw ParseError(what + ": " + path + ".env: " + e.what());
+            }
+        } else if (bi.error.empty()) {
+            throw ParseError(what + ": " + path + ": expected env or error");
+        }
+        doc.pods[key] = std::move(bi);
+    }
+    return doc;
+}
+
+std::vector<std::string> bridge_pods(const std::string& admin_comment)
+{
+    std::vector<std::string> out;
+    if (admin_comment.empty() || admin_comment.front() != '{')
+        return out;
+    json_tokener* tok = json_tokener_new();
+    json_object* o = json_tokener_parse_ex(tok, admin_comment.c_str(), static_cast<int>(admin_comment.size()) + 1);
+    const bool ok = o && json_tokener_get_error(tok) == json_tokener_success;
+    json_tokener_free(tok);
+    Json holder(o, json_object_put);
+    json_object* pods = nullptr;
+    if (!ok || !json_object_is_type(o, json_type_object) ||
+        !json_object_object_get_ex(o, kw::kBridgeAdminCommentPods, &pods) ||
+        !json_object_is_type(pods, json_type_array))
+        return out;
+    for (size_t i = 0; i < json_object_array_length(pods); ++i) {
+        json_object* p = json_object_array_get_idx(pods, i);
+        if (p && json_object_is_type(p, json_type_string))
+            out.emplace_back(json_object_get_string(p));
+    }
+    return out;
+}
+
+BridgeResolution resolve_bridge_intent(const BridgeIntents& doc, const std::vector<std::string>& pods)
+{
+    BridgeResolution r;
+    const std::string* first = nullptr;
+    const BridgeIntent* agreed = nullptr;
+    for (const std::string& pod : pods) {
+        auto it = doc.pods.find(pod);
+        if (it == doc.pods.end()) {
+            r.unknown.push_back(pod);
+            continue;
+        }
+        if (!it->second.error.empty()) {
+            r.intent = BridgeIntent{{}, "pod " + pod + ": " + it->second.error};
+            return r;
+        }
+        if (!agreed) {
+            agreed = &it->second;
+            first = &pod;
+        } else if (it->second.env != agreed->env) {
+            r.intent = BridgeIntent{{}, "pods " + *first + " and " + pod +
+                                            " of one job ask for different m2g.slurm.net/* annotations; give every "
+                                            "pod of the job the same ones"};
+            return r;
+        }
+    }
+    if (agreed)
+        r.intent.env = agreed->env;
+    return r;
 }
 
 }  // namespace m2g

@@ -43,6 +43,9 @@ struct K8sPod {
     std::string node_name;  // spec.nodeName ("" not scheduled yet)
     std::string hostname;   // spec.hostname ("" when unset)
     std::string phase;      // status.phase
+    std::string scheduler;  // spec.schedulerName
+    int64_t created = 0;    // metadata.creationTimestamp, epoch seconds (0 absent)
+    bool deleting = false;  // metadata.deletionTimestamp set
 };
 
 // Parse one v1 Node / Pod (JSON text as the API server sends it). `what`
@@ -96,5 +99,49 @@ SlinkyView build_slinky_view(const std::vector<K8sNode>& nodes, const std::vecto
 // SPANK options. Unknown keys under the m2g prefix are errors: throws
 // ParseError naming the annotation and what is accepted.
 std::vector<std::string> pod_m2g_options(const std::map<std::string, std::string>& annotations);
+
+// ---- jobs from slurm-bridge: bridge-intents.json ------------------------------
+// m2g-slinky resolves each slurm-bridge pod's annotations into the M2G_*
+// variables spank_m2g would have put into the job (the same parser, the
+// recipe catalog, now+N counted from the pod's creation), and publishes
+// them keyed "namespace/pod"; job_submit/m2g finds a slurm-bridge job's pods
+// in its AdminComment and applies them. doc/slinky.md has the format.
+
+struct BridgeIntent {
+    std::vector<std::pair<std::string, std::string>> env;  // encode_intent(); empty: m2g's defaults
+    std::string error;                                     // non-empty: the annotations are refused
+};
+
+struct RecipeCatalog;
+
+// The intent of one pod. `catalog` may be null (no --recipes): a recipe
+// annotation is then an error.
+BridgeIntent pod_bridge_intent(const K8sPod& pod, const RecipeCatalog* catalog);
+
+// The bridge-intents.json document for these pods (every pod listed, with
+// or without annotations, so that job_submit/m2g can tell "no intent" from
+// "not seen yet"). Pods of one job must agree; that is checked at submit.
+std::string bridge_intents_json(const std::vector<K8sPod>& pods, const RecipeCatalog* catalog, int64_t now);
+
+struct BridgeIntents {
+    int64_t generated_at = 0;
+    std::map<std::string, BridgeIntent> pods;  // "namespace/pod"
+};
+
+// Parse bridge-intents.json; throws ParseError naming `what` and the path.
+BridgeIntents parse_bridge_intents(const std::string& text, const std::string& what);
+
+// The pods of a slurm-bridge AdminComment ({"pods": ["ns/pod", ...]}), or
+// nothing when `admin_comment` is not one.
+std::vector<std::string> bridge_pods(const std::string& admin_comment);
+
+struct BridgeResolution {
+    BridgeIntent intent;                // what to apply (env), or why to refuse (error)
+    std::vector<std::string> unknown;  // pods the document does not list (not seen yet)
+};
+
+// The one intent of a job's pods: the pods the document knows must agree
+// (same variables); a pod whose annotations were refused refuses the job.
+BridgeResolution resolve_bridge_intent(const BridgeIntents& doc, const std::vector<std::string>& pods);
 
 }  // namespace m2g

@@ -27,6 +27,7 @@ inline constexpr const char* kSignalsTTLSec = "SignalsTTLSec";          // older
 inline constexpr const char* kSignalsPollSec = "SignalsPollSec";        // how often the feed is checked
 inline constexpr const char* kSignalsFailSafe = "SignalsFailSafe";      // last | open | defer
 inline constexpr const char* kSignalsStatusFile = "SignalsStatusFile";  // where job_submit/m2g writes its belief
+inline constexpr const char* kBridgeIntentsFile = "BridgeIntentsFile";  // m2g-slinky's slurm-bridge pod intents
 inline constexpr const char* kAdmission = "Admission";                  // enforce | monitor | off
 inline constexpr const char* kDefaultDeferrable = "DefaultDeferrable";  // yes | no: jobs without a class
 inline constexpr const char* kDefaultPowerPerGpuW = "DefaultPowerPerGpuW";  // W per GPU when nothing says
@@ -297,9 +298,18 @@ inline constexpr const char* kK8sLabelTopographDomain = "accelerator.topograph.r
 inline constexpr const char* kK8sLabelTopographTier0 = "fabric.topograph.run/tier-0";  // the leaf switch
 inline constexpr const char* kK8sLabelTopographTier1 = "fabric.topograph.run/tier-1";  // spine
 inline constexpr const char* kK8sLabelTopographTier2 = "fabric.topograph.run/tier-2";  // core
+// topograph v0.5 and earlier (renamed in v1.0.0): read when the keys above are absent.
+inline constexpr const char* kK8sLabelOldTopographLeaf = "network.topology.nvidia.com/leaf";
+inline constexpr const char* kK8sLabelOldTopographSpine = "network.topology.nvidia.com/spine";
+inline constexpr const char* kK8sLabelOldTopographCore = "network.topology.nvidia.com/core";
+inline constexpr const char* kK8sLabelOldTopographDomain = "network.topology.nvidia.com/accelerator";
 // slurmd pods of slurm-operator NodeSets (v1.0+); the Slurm node name is the
-// pod's spec.hostname.
+// pod label below (slurm-operator v1.0+), else the pod's spec.hostname.
 inline constexpr const char* kK8sSlurmdSelector = "app.kubernetes.io/name=slurmd";
+inline constexpr const char* kK8sLabelPodHostname = "nodeset.slinky.slurm.net/pod-hostname";
+// Pods slurm-bridge schedules (spec.schedulerName), whose m2g.slurm.net/*
+// annotations become the intent of the Slurm job slurm-bridge submits.
+inline constexpr const char* kK8sBridgeScheduler = "slurm-bridge-scheduler";
 // Node annotation written: slurm-operator (v1.1+) copies it into the Slurm
 // node's topology (Slurm 25.05+ dynamic topology): "<topology>:<unit>,...".
 inline constexpr const char* kK8sAnnotationTopology = "topology.slinky.slurm.net/spec";
@@ -315,5 +325,17 @@ inline constexpr const char* kK8sPodTags = "m2g.slurm.net/tags";          // --m
 // ConfigMap keys written.
 inline constexpr const char* kK8sConfigMapConfKey = "m2g.conf";
 inline constexpr const char* kK8sConfigMapSignalsKey = "signals.json";
+inline constexpr const char* kK8sConfigMapIntentsKey = "bridge-intents.json";  // in the signals ConfigMap
+
+// ---- bridge-intents.json (m2g-slinky -> job_submit/m2g) ----------------------
+// {"version": "m2g.bridge-intents/v1", "generated_at": EPOCH,
+//  "pods": {"NS/POD": {"env": {"M2G_CLASS": "training", ...}} | {"error": "..."}}}
+// slurm-bridge writes a job's AdminComment as {"pods": ["NS/POD", ...]}.
+inline constexpr const char* kIntentsVersion = "m2g.bridge-intents/v1";
+inline constexpr const char* kIntentsGeneratedAt = "generated_at";
+inline constexpr const char* kIntentsPods = "pods";
+inline constexpr const char* kIntentsEnv = "env";
+inline constexpr const char* kIntentsError = "error";
+inline constexpr const char* kBridgeAdminCommentPods = "pods";
 
 }  // namespace m2g::kw

@@ -3,7 +3,10 @@
 # local HTTPS fake API server (test/slinky/fake_kube_apiserver.py, the API's
 # wire format) -> m2g-slinky --once -> the m2g.conf it writes into a
 # ConfigMap drives the real Slurm testbed, and a 72-GPU job lands in one of
-# the NVLink domains the labels describe.
+# the NVLink domains the labels describe. Then the watch loop (a cordon and
+# a new pod arrive as watch events and reach the ConfigMaps), and jobs as
+# slurm-bridge submits them, whose intent comes from pod annotations through
+# bridge-intents.json into job_submit/m2g.
 # The GPU cliques are deliberately not the testbed's racks (each clique is
 # the second half of one rack and the first half of the next), so a job
 # placed in one clique proves the adapter's m2g.conf is the one in force.
@@ -53,6 +56,25 @@ for r in range(1, 9):
                                              "app.kubernetes.io/instance": "slurm-worker-gpu"}},
                      "spec": {"nodeName": name, "hostname": "r%02dn%02d" % (r, n),
                               "containers": [{"name": "slurmd", "image": "slurmd"}]}})
+# Pods slurm-bridge schedules (any namespace): a JobSet of 18 that asks for
+# one NVLink domain, one with a refused annotation, one without any, one of
+# another scheduler (not read), one finished (left out).
+def bridge(name, ann, scheduler="slurm-bridge-scheduler", phase=None, ns="ml"):
+    p = {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": name, "namespace": ns, "annotations": ann,
+                      "creationTimestamp": "2026-11-30T01:00:00Z"},
+         "spec": {"schedulerName": scheduler, "containers": [{"name": "main", "image": "trainer"}]}}
+    if phase:
+        p["status"] = {"phase": phase}
+    return p
+train = {"m2g.slurm.net/topology": "strict:nvlink", "m2g.slurm.net/class": "training",
+         "m2g.slurm.net/tags": "team=llm,run=e2e"}
+for i in range(18):
+    pods.append(bridge("train-%d" % i, dict(train)))
+pods.append(bridge("bad-0", {"m2g.slurm.net/class": "bogus"}))
+pods.append(bridge("plain-0", {}))
+pods.append(bridge("other-0", {"m2g.slurm.net/class": "batch"}, scheduler="default-scheduler"))
+pods.append(bridge("done-0", {"m2g.slurm.net/class": "batch"}, phase="Succeeded"))
 # A pod of another component in the namespace: not selected.
 pods.append({"apiVersion": "v1", "kind": "Pod",
              "metadata": {"name": "slurm-controller-0", "namespace": "slurm",
@@ -63,16 +85,21 @@ json.dump({"tokens": ["m2g-e2e-token"], "user": "system:serviceaccount:slurm:m2g
            "objects": {"nodes": nodes, "pods": pods}}, open(path, "w"))
 PYEOF
 
-"$PY" "$SRC/test/slinky/fake_kube_apiserver.py" --cert "$T/srv.crt" --key "$T/srv.key" \
-	--scenario "$T/scenario.json" --log "$T/requests.jsonl" >"$T/api.out" 2>"$T/api.err" &
-API_PID=$!
-TB_CLEANUP_PIDS+=("$API_PID")  # lib.sh's EXIT trap stops it, also on failure
-port=
-for _ in $(seq 1 100); do
-	port=$(sed -n 's/^PORT=//p' "$T/api.out")
-	[[ -n $port ]] && break
-	sleep 0.1
-done
+# start_api NAME: serve $T/NAME.json, log requests to $T/NAME.jsonl; prints the port.
+start_api() {
+	"$PY" "$SRC/test/slinky/fake_kube_apiserver.py" --cert "$T/srv.crt" --key "$T/srv.key" \
+		--scenario "$T/$1.json" --log "$T/$1.jsonl" >"$T/$1.out" 2>"$T/$1.err" &
+	TB_CLEANUP_PIDS+=("$!")  # lib.sh's EXIT trap stops it, also on failure
+	local p=""
+	for _ in $(seq 1 100); do
+		p=$(sed -n 's/^PORT=//p' "$T/$1.out")
+		[[ -n $p ]] && break
+		sleep 0.1
+	done
+	echo "$p"
+}
+start_api scenario >"$T/port"
+port=$(cat "$T/port")
 ok "[[ -n '$port' ]]" "the fake API server listens on 127.0.0.1:$port"
 cat >"$T/kubeconfig" <<KC
 apiVersion: v1
@@ -112,22 +139,81 @@ ok "grep -q 'm2g.signals/v1' $T/sig.json" "ConfigMap m2g-signals holds the signa
 get /api/v1/nodes/k8s-01-12 >"$T/node.json"
 is "$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"]["annotations"]["topology.slinky.slurm.net/spec"])' "$T/node.json")" \
 	"default:spine01:leaf01:nvl02" "node k8s-01-12 carries its place in the Slurm topology"
-patches=$(grep -c '"method": "PATCH", "path": "/api/v1/nodes/' "$T/requests.jsonl" || true)
+patches=$(grep -c '"method": "PATCH", "path": "/api/v1/nodes/' "$T/scenario.jsonl" || true)
 is "$patches" 144 "one merge patch per node"
 ctypes=$("$PY" -c '
 import json, sys
 print(sorted({r["headers"].get("Content-Type", "") for r in map(json.loads, open(sys.argv[1])) if r["method"] == "PATCH"}))' \
-	"$T/requests.jsonl")
+	"$T/scenario.jsonl")
 is "$ctypes" "['application/merge-patch+json']" "patches are JSON merge patches"
 unauth=$("$PY" -c '
 import json, sys
 bad = [r for r in map(json.loads, open(sys.argv[1])) if r["headers"].get("Authorization") != "Bearer m2g-e2e-token"]
-print(len(bad))' "$T/requests.jsonl")
+print(len(bad))' "$T/scenario.jsonl")
 is "$unauth" "0" "every request carries the bearer token"
 rc=0
 "$ADAPTER" --kubeconfig "$T/kubeconfig" --once >/dev/null 2>"$T/again.err" || rc=$?
-is "$rc:$(grep -c '"method": "PATCH", "path": "/api/v1/nodes/' "$T/requests.jsonl")" "0:144" \
+is "$rc:$(grep -c '"method": "PATCH", "path": "/api/v1/nodes/' "$T/scenario.jsonl")" "0:144" \
 	"a second pass changes nothing that is already right"
+
+# ---- slurm-bridge pods' intents -------------------------------------------------------
+"$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["data"]["bridge-intents.json"], end="")' "$T/sig.json" \
+	>"$T/bridge-intents.json"
+intent_of() {
+	"$PY" -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["pods"].get(sys.argv[2]), sort_keys=True))' \
+		"$T/bridge-intents.json" "$1"
+}
+is "$(intent_of ml/train-3)" \
+	'{"env": {"M2G_CLASS": "training", "M2G_TAGS": "team=llm,run=e2e", "M2G_TOPOLOGY": "strict:nvlink"}}' \
+	"bridge-intents.json carries a slurm-bridge pod's annotations as the M2G_* variables sbatch would send"
+ok "intent_of ml/bad-0 | grep -q 'pod annotation m2g.slurm.net/class=bogus: '" "and a refused annotation with the parser's message"
+is "$(intent_of ml/plain-0):$(intent_of ml/other-0):$(intent_of ml/done-0)" '{"env": {}}:null:null' \
+	"a pod without annotations is listed; other schedulers' pods and finished pods are not"
+ok "grep -q 'pod ml/bad-0: pod annotation m2g.slurm.net/class=bogus' $T/adapter.err" "the adapter logs the refused annotation"
+
+# ---- the watch loop: changes arrive as watch events ------------------------------------
+# A fresh server whose watches deliver a cordon and a new slurm-bridge pod.
+"$PY" - "$T/scenario.json" "$T/scenario-watch.json" <<'PYEOF'
+import copy, json, sys
+sc = json.load(open(sys.argv[1]))
+node = copy.deepcopy(next(n for n in sc["objects"]["nodes"] if n["metadata"]["name"] == "k8s-02-05"))
+node["spec"]["unschedulable"] = True
+late = {"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "late-0", "namespace": "ml", "annotations": {"m2g.slurm.net/class": "inference"},
+                     "creationTimestamp": "2026-11-30T01:00:00Z"},
+        "spec": {"schedulerName": "slurm-bridge-scheduler", "containers": [{"name": "main", "image": "serve"}]}}
+sc["watches"] = {
+    "/api/v1/nodes": [{"batches": [{"delay": 2.0, "events": [{"type": "MODIFIED", "object": node}]}], "hold": 60}],
+    "/api/v1/pods": [{"batches": [{"delay": 2.5, "events": [{"type": "ADDED", "object": late}]}], "hold": 60}],
+    "/api/v1/namespaces/slurm/pods": [{"batches": [], "hold": 60}],
+}
+json.dump(sc, open(sys.argv[2], "w"))
+PYEOF
+start_api scenario-watch >"$T/port2"
+port2=$(cat "$T/port2")
+sed "s/127.0.0.1:$port/127.0.0.1:$port2/" "$T/kubeconfig" >"$T/kubeconfig2"
+"$ADAPTER" --kubeconfig "$T/kubeconfig2" --interval 30 >"$T/watch.out" 2>"$T/watch.err" &
+WATCH_PID=$!
+TB_CLEANUP_PIDS+=("$WATCH_PID")
+get2() { curl -sS --cacert "$T/ca.crt" -H 'Authorization: Bearer m2g-e2e-token' "https://127.0.0.1:$port2$1"; }
+seen_cordon=0 seen_pod=0
+for _ in $(seq 1 60); do
+	sig=$(get2 /api/v1/namespaces/slurm/configmaps/m2g-signals || true)
+	grep -q 'down.*r02n05' <<<"$sig" && seen_cordon=1
+	grep -q 'ml/late-0' <<<"$sig" && seen_pod=1
+	((seen_cordon && seen_pod)) && break
+	sleep 0.5
+done
+is "$seen_cordon" 1 "a cordon that arrives as a watch event reaches the signals feed (health.down r02n05)"
+is "$seen_pod" 1 "a slurm-bridge pod that arrives as a watch event reaches bridge-intents.json"
+ok "grep -q 'spec.schedulerName%3Dslurm-bridge-scheduler' $T/scenario-watch.jsonl" \
+	"slurm-bridge pods are watched cluster-wide by their schedulerName (field selector)"
+kill -TERM "$WATCH_PID"
+rc=0
+for _ in $(seq 1 50); do kill -0 "$WATCH_PID" 2>/dev/null || break; sleep 0.2; done
+if kill -0 "$WATCH_PID" 2>/dev/null; then rc=timeout; else wait "$WATCH_PID" || rc=$?; fi
+is "$rc" 0 "SIGTERM stops the watching adapter within 10 s, exit 0"
+[[ $rc == 0 ]] || diag "$(tail -5 "$T/watch.err")"
 
 # ---- the testbed runs on that m2g.conf ---------------------------------------------
 if ! tb_up --racks 8; then
@@ -135,6 +221,9 @@ if ! tb_up --racks 8; then
 	exit 1
 fi
 cp "$T/m2g.conf" "$TB_DIR/etc/m2g.conf"
+# job_submit/m2g reads the slurm-bridge intents where the ConfigMap would be mounted.
+cp "$T/bridge-intents.json" "$TB_DIR/etc/bridge-intents.json"
+echo "BridgeIntentsFile=$TB_DIR/etc/bridge-intents.json" >>"$TB_DIR/etc/m2g.conf"
 scontrol reconfigure
 sleep 3
 id=$(sbatch --parsable -o /dev/null -J nvl72 -N18 --exclusive --gres=gpu:4 --m2g-topology=strict:nvlink --wrap 'sleep 120')
@@ -177,4 +266,61 @@ else
 	ok 1 "the slurm-bridge-style job runs"
 fi
 scancel "$bid" 2>/dev/null || true
+
+# ---- jobs as slurm-bridge submits them: AdminComment {"pods":[...]}, no SPANK ------------
+SUBMIT=$BUILD/test/tools/bridge-submit
+LOG=$TB_DIR/log/slurmctld.log
+printf '#!/bin/sh\nenv | grep -E "M2G_|^OTEL_" | sort >"%s/env.$SLURM_JOB_ID" || true\nsleep 120\n' "$T" >"$T/job.sh"
+train_pods=$("$PY" -c 'import json; print(json.dumps({"pods": ["ml/train-%d" % i for i in range(18)]}, separators=(",", ":")))')
+tid=$("$SUBMIT" -c "$train_pods" -N18 -g gpu:4 -x -J bridge-train "$T/job.sh" 2>"$T/submit.err") || true
+ok "[[ -n '$tid' ]]" "slurm-bridge's job for the 18 train pods is accepted"
+if [[ -n $tid ]] && wait_job_state "$tid" RUNNING 90; then
+	tnodes=$(job_nodelist "$tid")
+	domain=$(grep -E "^DomainName=" "$T/m2g.conf" | while read -r d n _; do
+		[[ $(scontrol show hostnames "${n#Nodes=}" | sort | paste -sd,) == $(scontrol show hostnames "$tnodes" | sort | paste -sd,) ]] &&
+			echo "${d#DomainName=}"
+	done || true)
+	ok "[[ -n '$domain' ]]" "it fills one NVLink domain ($tnodes)"
+	for _ in $(seq 1 30); do [[ -s $T/env.$tid ]] && break; sleep 0.5; done
+	ok "grep -qx 'SLURM_SPANK_M2G_CLASS=training' $T/env.$tid && grep -qx 'SLURM_SPANK_M2G_TOPOLOGY=strict:nvlink' $T/env.$tid" \
+		"the job carries the pods' intent as the SLURM_SPANK_M2G_* variables sbatch would have set"
+	ok "grep -qx 'M2G_CLASS=training' $T/env.$tid && grep -q '^OTEL_RESOURCE_ATTRIBUTES=.*m2g.class=training' $T/env.$tid" \
+		"and spank_m2g on the node tags the job from it (M2G_CLASS, OpenTelemetry attributes)"
+	ok "grep -q 'slurm-bridge job for pod ml/train-0 (+17): M2G_CLASS=training M2G_TAGS=team=llm,run=e2e M2G_TOPOLOGY=strict:nvlink' $LOG" \
+		"slurmctld.log says which intent came from which pods"
+	is "$(squeue -h -j "$tid" -O admin_comment:400 | sed 's/ *$//')" "$train_pods" "and its AdminComment stays slurm-bridge's"
+else
+	ok 1 "the slurm-bridge train job runs"
+	diag "$(cat "$T/submit.err")" "$(scontrol show job "$tid" 2>&1 | head -20)"
+fi
+[[ -n $tid ]] && scancel "$tid" 2>/dev/null || true
+
+rc=0
+"$SUBMIT" -c '{"pods":["ml/bad-0"]}' -J bridge-bad "$T/job.sh" >/dev/null 2>"$T/bad.err" || rc=$?
+is "$rc" 1 "a slurm-bridge job whose pod has a refused annotation is refused"
+ok "grep -q 'm2g: pod ml/bad-0: pod annotation m2g.slurm.net/class=bogus: ' $T/bad.err" \
+	"with the option parser's message, naming the pod and the annotation"
+rc=0
+"$SUBMIT" -c '{"pods":["ml/train-0","ml/plain-0"]}' -J bridge-mixed "$T/job.sh" >/dev/null 2>"$T/mixed.err" || rc=$?
+ok "[[ $rc == 1 ]] && grep -q 'of one job ask for different m2g.slurm.net/\* annotations' $T/mixed.err" \
+	"pods of one job that disagree refuse the job"
+pid=$("$SUBMIT" -c '{"pods":["ml/plain-0"]}' -J bridge-plain "$T/job.sh" 2>/dev/null) || true
+nid=$("$SUBMIT" -c '{"pods":["ml/new-0"]}' -J bridge-new "$T/job.sh" 2>/dev/null) || true
+if [[ -n $pid && -n $nid ]] && wait_job_state "$pid" RUNNING 60 && wait_job_state "$nid" RUNNING 60; then
+	for _ in $(seq 1 30); do [[ -e $T/env.$pid && -e $T/env.$nid ]] && break; sleep 0.5; done
+	is "$(cat "$T/env.$pid" "$T/env.$nid" | grep -c '^SLURM_SPANK_M2G_\|^M2G_CLASS' || true)" 0 \
+		"a pod without annotations, and one the adapter has not published yet, run with m2g.conf's defaults"
+	ok "grep -q 'slurm-bridge pod ml/new-0 not in .*bridge-intents.json (generated at [0-9]*): m2g.conf.s defaults apply' $LOG" \
+		"slurmctld.log names the pod the intents file does not know yet"
+else
+	ok 1 "slurm-bridge jobs without an intent run"
+fi
+for j in $pid $nid; do scancel "$j" 2>/dev/null || true; done
+
+# A broken intents file keeps the last good document in force.
+echo '{"version": "m2g.bridge-intents/v1", "pods": ' >"$TB_DIR/etc/bridge-intents.json"
+rc=0
+"$SUBMIT" -c '{"pods":["ml/bad-0"]}' -J bridge-bad2 "$T/job.sh" >/dev/null 2>&1 || rc=$?
+is "$rc" 1 "a broken bridge-intents.json keeps the last good one in force (ml/bad-0 still refused)"
+ok "grep -q 'bridge-intents.json: not JSON .*; keeping the last good one' $LOG" "and slurmctld.log says so"
 done_testing

@@ -207,8 +207,11 @@ for c in cs:
            "container %s: cpu and memory requests and limits" % c.get("name"), res)
     args = c.get("args", [])
     flags = dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
-    report(sorted(flags) == ["configmap", "interval", "namespace", "signals-configmap"],
-           "container %s: args --namespace, --configmap, --signals-configmap, --interval" % c.get("name"), args)
+    report(sorted(flags) == ["bridge-scheduler", "configmap", "interval", "namespace", "signals-configmap"],
+           "container %s: args --namespace, --configmap, --signals-configmap, --interval, --bridge-scheduler"
+           % c.get("name"), args)
+    report(flags.get("bridge-scheduler") == "slurm-bridge-scheduler",
+           "--bridge-scheduler is slurm-bridge's default schedulerName", flags.get("bridge-scheduler"))
     report(sorted([flags.get("configmap"), flags.get("signals-configmap")]) == names,
            "--configmap and --signals-configmap name the ConfigMaps the Role allows",
            (flags.get("configmap"), flags.get("signals-configmap"), names))
@@ -237,6 +240,17 @@ ns=$("$PY" -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1])).get("na
 is "$ns" "slurm" "kustomization.yaml puts the base in namespace slurm (slurm-operator's default)"
 
 run_checks "$ns" "${manifests[@]}"
+
+# Every flag the Deployment passes is one the adapter accepts.
+ADAPTER=${M2G_BUILDDIR:-$SRC}/slinky/src/m2g-slinky
+if [[ -x $ADAPTER ]]; then
+	help=$("$ADAPTER" --help)
+	missing=""
+	for f in $(grep -o -- '- --[a-z-]*=' "$DEPLOY/deployment.yaml" | sed 's/^- //; s/=$//'); do
+		grep -q -- "$f" <<<"$help" || missing+=" $f"
+	done
+	is "$missing" "" "every flag in deployment.yaml is one m2g-slinky --help lists"
+fi
 
 if [[ -s $T/overlay.yaml ]]; then
 	diag "the same checks on an overlay that sets namespace: m2g-test"

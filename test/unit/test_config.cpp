@@ -124,7 +124,7 @@ TEST(ConfigErrors, UnknownKeyNamesLineAndAcceptedKeys)
               "PreferWaitSec, SparePerDomain, HealthFile, SignalsFile, SignalsTTLSec, SignalsPollSec, SignalsFailSafe, "
               "SignalsStatusFile, Admission, DefaultDeferrable, DefaultPowerPerGpuW, PowerRetrySec, RampRateKWPerMin, "
               "PaceIntervalSec, PaceGpusPerInterval, DeferExemptAccounts, DeferExemptGroups, NoDeferAction, "
-              "MaintenanceAction, ReleaseCheckSec, EnergyPricePerKWh, EnergyCurrency, StatsDir");
+              "MaintenanceAction, ReleaseCheckSec, EnergyPricePerKWh, EnergyCurrency, StatsDir, BridgeIntentsFile");
 }
 
 TEST(ConfigErrors, DuplicateNode)

@@ -2,10 +2,14 @@
 // m2g.conf, topology annotations, signals, and pod annotations to options.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "topology/error.hpp"
+#include "topology/intent.hpp"
+#include "topology/recipes.hpp"
 #include "topology/slinky.hpp"
 
 using namespace m2g;
@@ -131,4 +135,139 @@ TEST(Slinky, PodAnnotationsToOptions)
                   "m2g.slurm.net/segment, m2g.slurm.net/class, m2g.slurm.net/defer, m2g.slurm.net/recipe, "
                   "m2g.slurm.net/tags");
     }
+}
+
+// topograph before v1.0 and the pod-hostname label slurm-operator sets.
+TEST(Slinky, OldTopographKeysAndPodHostnameLabel)
+{
+    const K8sNode n = parse_k8s_node(
+        R"({"metadata":{"name":"k1","labels":{"network.topology.nvidia.com/accelerator":"nvl-a",)"
+        R"("network.topology.nvidia.com/leaf":"sw-leaf-1","network.topology.nvidia.com/spine":"sw-spine-1"}},)"
+        R"("spec":{},"status":{"allocatable":{"nvidia.com/gpu":"4"},"conditions":[{"type":"Ready","status":"True"}]}})",
+        "k1");
+    const K8sPod p = parse_k8s_pod(
+        R"({"metadata":{"name":"slurm-worker-gpu-0","namespace":"slurm","creationTimestamp":"2026-11-30T01:00:00Z",)"
+        R"("labels":{"nodeset.slinky.slurm.net/pod-hostname":"gpu-0"}},"spec":{"nodeName":"k1","hostname":"other"}})",
+        "pod");
+    EXPECT_EQ(p.created, 1796000400);
+    const SlinkyView v = build_slinky_view({n}, {p}, SlinkyOptions{}, 1796000400);
+    EXPECT_EQ(v.slurm_to_k8s.at("gpu-0"), "k1");
+    EXPECT_EQ(v.annotations.at("k1"), "default:sw-spine-1:sw-leaf-1:nvl01");
+    EXPECT_NE(v.conf.find("DomainName=nvl01 Nodes=gpu-0 Size=1  # network.topology.nvidia.com/accelerator=nvl-a"),
+              std::string::npos)
+        << v.conf;
+    // A slurmd pod being deleted is no Slurm node any more.
+    const K8sPod gone = parse_k8s_pod(
+        R"({"metadata":{"name":"w1","deletionTimestamp":"2026-11-30T01:00:00Z"},"spec":{"nodeName":"k1"}})", "pod");
+    EXPECT_TRUE(gone.deleting);
+    EXPECT_THROW(parse_k8s_pod(R"({"metadata":{"name":"w","creationTimestamp":"yesterday"}})", "pod"), ParseError);
+}
+
+namespace {
+
+K8sPod bridge_pod(const std::string& ns, const std::string& name, std::map<std::string, std::string> ann)
+{
+    K8sPod p;
+    p.ns = ns;
+    p.name = name;
+    p.scheduler = "slurm-bridge-scheduler";
+    p.created = 1796000400;  // 2026-11-30T01:00:00Z
+    p.annotations = std::move(ann);
+    return p;
+}
+
+}  // namespace
+
+// Annotations -> the M2G_* variables spank_m2g would send -> the document
+// job_submit/m2g reads -> one intent per job.
+TEST(Slinky, BridgeIntentsRoundTrip)
+{
+    const RecipeCatalog catalog = parse_recipes(
+        "RecipeName=llama3-70b-finetune Model=llama3-70b Gpus=64 Topology=strict:nvlink Class=finetune\n", "r.conf");
+    std::vector<K8sPod> pods = {
+        bridge_pod("ml", "train-0", {{"m2g.slurm.net/topology", "strict:nvlink"}, {"m2g.slurm.net/class", "training"},
+                                     {"m2g.slurm.net/defer", "until=now+2h"}, {"m2g.slurm.net/tags", "team=llm"}}),
+        bridge_pod("ml", "train-1", {{"m2g.slurm.net/topology", "strict:nvlink"}, {"m2g.slurm.net/class", "training"},
+                                     {"m2g.slurm.net/defer", "until=now+2h"}, {"m2g.slurm.net/tags", "team=llm"}}),
+        bridge_pod("ml", "odd-0", {{"m2g.slurm.net/class", "inference"}}),
+        bridge_pod("ml", "bad-0", {{"m2g.slurm.net/class", "bogus"}}),
+        bridge_pod("ml", "ft-0", {{"m2g.slurm.net/recipe", "llama3-70b-finetune"}, {"m2g.slurm.net/class", "batch"}}),
+        bridge_pod("web", "plain", {}),
+    };
+    const BridgeIntent t0 = pod_bridge_intent(pods[0], nullptr);
+    EXPECT_EQ(t0.error, "");
+    EXPECT_EQ(t0.env, (std::vector<std::pair<std::string, std::string>>{{"M2G_TOPOLOGY", "strict:nvlink"},
+                                                                         {"M2G_CLASS", "training"},
+                                                                         {"M2G_DEFER", "until=1796007600"},
+                                                                         {"M2G_TAGS", "team=llm"}}))
+        << "now+2h counts from the pod's creation";
+    EXPECT_EQ(pod_bridge_intent(pods[4], nullptr).error,
+              "pod annotation m2g.slurm.net/recipe=llama3-70b-finetune: m2g-slinky has no recipe catalog (start it "
+              "with --recipes FILE)");
+    const BridgeIntent ft = pod_bridge_intent(pods[4], &catalog);
+    ASSERT_EQ(ft.error, "");
+    std::map<std::string, std::string> fenv(ft.env.begin(), ft.env.end());
+    EXPECT_EQ(fenv["M2G_CLASS"], "batch") << "an explicit annotation wins over the recipe";
+    EXPECT_EQ(fenv["M2G_TOPOLOGY"], "strict:nvlink");
+    EXPECT_EQ(fenv["M2G_GPUS"], "64");
+    EXPECT_EQ(fenv["M2G_RECIPE"], "llama3-70b-finetune");
+
+    const std::string text = bridge_intents_json(pods, &catalog, 1796001000);
+    const BridgeIntents doc = parse_bridge_intents(text, "bridge-intents.json");
+    EXPECT_EQ(doc.generated_at, 1796001000);
+    ASSERT_EQ(doc.pods.size(), 6u);
+    EXPECT_TRUE(doc.pods.at("web/plain").env.empty());
+    EXPECT_EQ(doc.pods.at("ml/bad-0").error.rfind("pod annotation m2g.slurm.net/class=bogus: ", 0), 0u);
+
+    // AdminComment as slurm-bridge writes it.
+    EXPECT_EQ(bridge_pods(R"({"pods":["ml/train-0","ml/train-1"]})"),
+              (std::vector<std::string>{"ml/train-0", "ml/train-1"}));
+    EXPECT_TRUE(bridge_pods("m2g:[place=...]").empty());
+    EXPECT_TRUE(bridge_pods(R"({"pods":"ml/train-0"})").empty());
+    EXPECT_TRUE(bridge_pods("{not json").empty());
+
+    BridgeResolution r = resolve_bridge_intent(doc, {"ml/train-0", "ml/train-1", "ml/train-2"});
+    EXPECT_EQ(r.intent.error, "");
+    EXPECT_EQ(r.unknown, std::vector<std::string>{"ml/train-2"});
+    EXPECT_EQ(decode_intent({"M2G_TOPOLOGY=strict:nvlink"}).locality, Locality::Strict);
+    std::vector<std::string> lines;
+    for (const auto& [k, v] : r.intent.env)
+        lines.push_back(k + "=" + v);
+    const JobIntent ji = decode_intent(lines);
+    EXPECT_EQ(ji.workload_class, WorkloadClass::Training);
+    EXPECT_EQ(ji.defer_until, 1796007600);
+    EXPECT_EQ(ji.tag("team"), "llm");
+
+    r = resolve_bridge_intent(doc, {"ml/train-0", "ml/odd-0"});
+    EXPECT_EQ(r.intent.error,
+              "pods ml/train-0 and ml/odd-0 of one job ask for different m2g.slurm.net/* annotations; give every pod "
+              "of the job the same ones");
+    r = resolve_bridge_intent(doc, {"ml/bad-0"});
+    EXPECT_EQ(r.intent.error.rfind("pod ml/bad-0: pod annotation m2g.slurm.net/class=bogus: ", 0), 0u)
+        << r.intent.error;
+    r = resolve_bridge_intent(doc, {"web/plain"});
+    EXPECT_EQ(r.intent.error, "");
+    EXPECT_TRUE(r.intent.env.empty());
+}
+
+TEST(Slinky, BridgeIntentsFileErrors)
+{
+    const auto msg = [](const std::string& text) {
+        try {
+            parse_bridge_intents(text, "f.json");
+        } catch (const ParseError& e) {
+            return std::string(e.what());
+        }
+        return std::string("accepted");
+    };
+    EXPECT_EQ(msg("[]"), "f.json: expected a JSON object");
+    EXPECT_EQ(msg(R"({"version":"v0"})"), "f.json: version: 'v0'; expected m2g.bridge-intents/v1");
+    EXPECT_EQ(msg(R"({"version":"m2g.bridge-intents/v1","pods":{}})"), "f.json: generated_at: expected epoch seconds");
+    EXPECT_EQ(msg(R"({"version":"m2g.bridge-intents/v1","generated_at":1,"pods":{"a/b":{}}})"),
+              "f.json: pods.a/b: expected env or error");
+    EXPECT_EQ(msg(R"({"version":"m2g.bridge-intents/v1","generated_at":1,"pods":{"a/b":{"env":{"PATH":"/bin"}}}})"),
+              "f.json: pods.a/b.env.PATH: expected an M2G_* variable with a string value");
+    EXPECT_EQ(msg(R"({"version":"m2g.bridge-intents/v1","generated_at":1,"pods":{"a/b":{"env":{"M2G_CLASS":"x"}}}})")
+                  .rfind("f.json: pods.a/b.env: spank_job_env M2G_CLASS=x: unknown class", 0),
+              0u);
 }

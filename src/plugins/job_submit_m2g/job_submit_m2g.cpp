@@ -30,7 +30,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <exception>
 #include <map>
@@ -45,6 +47,7 @@
 #include "topology/config.hpp"
 #include "topology/intent.hpp"
 #include "topology/signals.hpp"
+#include "topology/slinky.hpp"
 #include "topology/stats.hpp"
 #include "topology/tres.hpp"
 #include "topology/well_known.hpp"
@@ -88,6 +91,13 @@ struct Shared {
     std::string conf;
     std::string conf_text;  // the m2g.conf the model was built from
     int64_t conf_mtime_ns = -1;
+
+    // BridgeIntentsFile= (m2g-slinky's bridge-intents.json), reread when
+    // the file changes; a broken file keeps the last good document.
+    std::mutex bridge_mu;
+    std::string bridge_path;
+    std::string bridge_stamp;  // dev:ino:size:mtime of what was last read
+    std::shared_ptr<const m2g::BridgeIntents> bridge;
 
     std::mutex wake_mu;
     std::condition_variable wake;
@@ -683,6 +693,121 @@ extern "C" int fini(void)
     return SLURM_SUCCESS;
 }
 
+// The bridge-intents document in force (null: none readable yet).
+std::shared_ptr<const m2g::BridgeIntents> bridge_intents(Shared& s, const std::string& path)
+{
+    struct stat st;
+    std::string stamp;
+    const int err = stat(path.c_str(), &st) == 0 ? 0 : errno;
+    if (err == 0)
+        stamp = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+                std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    std::lock_guard<std::mutex> lk(s.bridge_mu);
+    if (path != s.bridge_path) {
+        s.bridge_path = path;
+        s.bridge_stamp.clear();
+        s.bridge.reset();
+    }
+    if (stamp == s.bridge_stamp)
+        return s.bridge;
+    s.bridge_stamp = stamp;  // log a broken file once per change, not per job
+    if (stamp.empty()) {
+        error("%s%s=%s: cannot read it (%s); %s", kLog, m2g::kw::kBridgeIntentsFile, path.c_str(), strerror(err),
+              s.bridge ? "keeping the last one read" : "slurm-bridge jobs get m2g.conf's defaults");
+        return s.bridge;
+    }
+    try {
+        s.bridge = std::make_shared<const m2g::BridgeIntents>(
+            m2g::parse_bridge_intents(m2g::read_text_file(path), path));
+        debug("%s%s: %zu slurm-bridge pods", kLog, path.c_str(), s.bridge->pods.size());
+    } catch (const std::exception& e) {
+        error("%s%s; %s", kLog, e.what(),
+              s.bridge ? "keeping the last good one" : "slurm-bridge jobs get m2g.conf's defaults");
+    }
+    return s.bridge;
+}
+
+bool has_m2g_env(const job_desc_msg_t* job_desc)
+{
+    for (uint32_t i = 0; job_desc->spank_job_env && i < job_desc->spank_job_env_size; ++i)
+        if (job_desc->spank_job_env[i] && strncmp(job_desc->spank_job_env[i], "M2G_", 4) == 0)
+            return true;
+    return false;
+}
+
+// A job slurm-bridge submits for Kubernetes pods names them in its
+// AdminComment ({"pods": [...]}; only an administrator can set AdminComment
+// at submit, Slurm checks that before job_submit plugins run). Give it the
+// intent m2g-slinky resolved from the pods' m2g.slurm.net/* annotations,
+// as the M2G_* variables spank_m2g gives an sbatch job, so admission and
+// select/m2g treat both alike. Returns false (and sets *err_msg) when the
+// pods' annotations are refused and `enforce` is set.
+bool apply_bridge_intent(Shared& s, const m2g::AdmissionPolicy& ap, job_desc_msg_t* job_desc, bool enforce,
+                         char** err_msg)
+{
+    if (ap.bridge_intents_file.empty() || !job_desc->admin_comment)
+        return true;
+    const std::vector<std::string> pods = m2g::bridge_pods(job_desc->admin_comment);
+    if (pods.empty())
+        return true;
+    const std::string first = pods.front() + (pods.size() > 1 ? " (+" + std::to_string(pods.size() - 1) + ")" : "");
+    if (has_m2g_env(job_desc)) {
+        info("%sslurm-bridge job for pod %s carries its own M2G_* variables; %s not consulted", kLog, first.c_str(),
+             ap.bridge_intents_file.c_str());
+        return true;
+    }
+    const auto doc = bridge_intents(s, ap.bridge_intents_file);
+    if (!doc) {
+        info("%sslurm-bridge job for pod %s: no readable %s; m2g.conf's defaults apply", kLog, first.c_str(),
+             ap.bridge_intents_file.c_str());
+        return true;
+    }
+    const m2g::BridgeResolution r = m2g::resolve_bridge_intent(*doc, pods);
+    if (!r.intent.error.empty()) {
+        error("%sslurm-bridge job: %s%s", kLog, r.intent.error.c_str(),
+              enforce ? "; refused" : "; Admission=monitor: admitted with m2g.conf's defaults");
+        if (enforce && err_msg && !*err_msg)
+            *err_msg = xstrdup_printf("m2g: %s", r.intent.error.c_str());
+        return !enforce;
+    }
+    if (!r.unknown.empty()) {
+        std::string list;
+        for (const std::string& p : r.unknown)
+            list += (list.empty() ? "" : ", ") + p;
+        info("%sslurm-bridge pod%s %s not in %s (generated at %lld): %s", kLog, r.unknown.size() == 1 ? "" : "s",
+             list.c_str(), ap.bridge_intents_file.c_str(), static_cast<long long>(doc->generated_at),
+             r.intent.env.empty() ? "m2g.conf's defaults apply" : "the other pods' intent applies");
+    }
+    if (r.intent.env.empty())
+        return true;
+    const uint32_t n = job_desc->spank_job_env ? job_desc->spank_job_env_size : 0;
+    job_desc->spank_job_env = static_cast<char**>(
+        xrealloc(job_desc->spank_job_env, sizeof(char*) * (n + r.intent.env.size() + 1)));
+    uint32_t i = n;
+    std::string said;
+    for (const auto& [k, v] : r.intent.env) {
+        job_desc->spank_job_env[i++] = xstrdup((k + "=" + v).c_str());
+        said += (said.empty() ? "" : " ") + k + "=" + v;
+    }
+    job_desc->spank_job_env[i] = nullptr;
+    job_desc->spank_job_env_size = i;
+    // sbatch also hands the SPANK variables to the batch script as
+    // SLURM_SPANK_M2G_* (spank_m2g reads them back on the nodes); do the
+    // same for a batch job that has an environment.
+    if (job_desc->script && job_desc->environment) {
+        const uint32_t m = job_desc->env_size;
+        job_desc->environment = static_cast<char**>(
+            xrealloc(job_desc->environment, sizeof(char*) * (m + r.intent.env.size() + 1)));
+        uint32_t j = m;
+        for (const auto& [k, v] : r.intent.env)
+            job_desc->environment[j++] = xstrdup(("SLURM_SPANK_" + k + "=" + v).c_str());
+        job_desc->environment[j] = nullptr;
+        job_desc->env_size = j;
+    }
+    info("%sslurm-bridge job for pod %s: %s", kLog, first.c_str(), said.c_str());
+    return true;
+}
+
 extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg)
 {
     (void)submit_uid;
@@ -692,7 +817,13 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
     try {
         const int64_t now = time(nullptr);
         const Current c = current(s, now);
-        if (!c.model || c.model->admission.mode == m2g::AdmissionMode::Off)
+        if (!c.model)
+            return SLURM_SUCCESS;
+        // Before Admission=off returns: the intent carries placement too.
+        if (!apply_bridge_intent(s, c.model->admission, job_desc,
+                                 c.model->admission.mode == m2g::AdmissionMode::Enforce, err_msg))
+            return SLURM_ERROR;
+        if (c.model->admission.mode == m2g::AdmissionMode::Off)
             return SLURM_SUCCESS;
         TimedDecision timed;
         const m2g::AdmissionPolicy& ap = c.model->admission;
