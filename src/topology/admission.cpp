@@ -2,6 +2,7 @@
 // (gate), `m2g` and the simulator. See admission.hpp and m2g.conf(5),
 // ADMISSION AND SIGNALS.
 #include "topology/admission.hpp"
+#include "topology/well_known.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -318,16 +319,31 @@ std::string event_desc(const CurtailmentEvent& e)
     return "(" + scope + " " + cut + ")";
 }
 
-bool exempt(const AdmissionPolicy& p, const AdmissionRequest& r)
+// Who is privileged, and by which key: "account ops (PrivilegedAccounts=)".
+std::string privileged_by(const AdmissionPolicy& p, const AdmissionRequest& r)
+{
+    const auto& acc = p.privileged_accounts;
+    if (!r.account.empty() && std::find(acc.begin(), acc.end(), r.account) != acc.end())
+        return "account " + r.account + " (" + kw::kPrivilegedAccounts + "=)";
+    for (const std::string& g : r.groups)
+        if (std::find(p.privileged_groups.begin(), p.privileged_groups.end(), g) != p.privileged_groups.end())
+            return "group " + g + " (" + kw::kPrivilegedGroups + "=)";
+    return "";
+}
+
+// Who is exempt from deferral, and by which key; "" nobody.
+std::string exempt_by(const AdmissionPolicy& p, const AdmissionRequest& r)
 {
     const auto& acc = p.defer_exempt_accounts;
     if (!r.account.empty() && std::find(acc.begin(), acc.end(), r.account) != acc.end())
-        return true;
+        return "account " + r.account + " (" + kw::kDeferExemptAccounts + "=)";
     for (const std::string& g : r.groups)
         if (std::find(p.defer_exempt_groups.begin(), p.defer_exempt_groups.end(), g) != p.defer_exempt_groups.end())
-            return true;
-    return false;
+            return "group " + g + " (" + kw::kDeferExemptGroups + "=)";
+    return "";
 }
+
+bool exempt(const AdmissionPolicy& p, const AdmissionRequest& r) { return !exempt_by(p, r).empty(); }
 
 // Maintenance windows on the candidate nodes overlapping [from, from+limit).
 struct MaintAt {
@@ -401,6 +417,28 @@ Decision decide_impl(const Model& m, const SignalsView& v, const AdmissionReques
 
     if (p.mode == AdmissionMode::Off)
         return done(Verdict::Admit, 0, "admission off");
+
+    // 0. Reserved intent: only privileged accounts and groups.
+    if (r.check_reserved) {
+        const std::vector<std::string> reserved = reserved_uses(p, r.intent);
+        if (!reserved.empty()) {
+            const std::string who = privileged_by(p, r);
+            const std::string acct = r.account.empty() ? "(default)" : r.account;
+            if (who.empty()) {
+                const auto list = [](const std::vector<std::string>& names) {
+                    return names.empty() ? std::string("none") : join(names, ",");
+                };
+                d.message = "m2g: " + join(reserved, ", ") + " is reserved for privileged accounts (" +
+                            list(p.privileged_accounts) + ") and Unix groups (" + list(p.privileged_groups) +
+                            "), see PrivilegedTags= and PrivilegedClasses= in m2g.conf; account " + acct +
+                            (r.user.empty() ? "" : " (user " + r.user + ")") +
+                            " is not one of them. Submit without it, or ask an administrator.";
+                return done(Verdict::Reject, 0,
+                            "reject: " + join(reserved, ", ") + " reserved, account " + acct + " not privileged");
+            }
+            d.audit.push_back(join(reserved, ", ") + " (reserved) allowed for " + who);
+        }
+    }
 
     const Signals* s = v.snap.get();
     const int64_t deadline = r.intent.defer == DeferConsent::Until ? r.intent.defer_until : 0;
@@ -528,6 +566,9 @@ Decision decide_impl(const Model& m, const SignalsView& v, const AdmissionReques
             d.deferrable = true;
             deferrable = true;
             notes.push_back("--m2g-defer=no converted to deferrable (NoDeferAction=convert)");
+        } else if (!d.deferrable && r.intent.defer == DeferConsent::No) {
+            d.audit.push_back("--m2g-defer=no honoured during DR event " + binding->id + " for exempt " +
+                              exempt_by(p, r));
         }
         const bool paced = pacing_limits(p) && pacer != nullptr && t0 == r.now;
         auto pace_or_admit = [&](const CurtailmentEvent& e, const std::string& why) {
@@ -623,6 +664,20 @@ std::string Decision::annotation() const
     if (!avoid_nodes.empty())
         out += " avoid=" + std::to_string(avoid_nodes.size()) + " nodes (" + avoid_for + ")";
     return one_line(out);
+}
+
+std::vector<std::string> reserved_uses(const AdmissionPolicy& p, const JobIntent& intent)
+{
+    std::vector<std::string> out;
+    if (intent.workload_class != WorkloadClass::Unset) {
+        const std::string c = to_string(intent.workload_class);
+        if (std::find(p.privileged_classes.begin(), p.privileged_classes.end(), c) != p.privileged_classes.end())
+            out.push_back("class " + c);
+    }
+    for (const auto& [k, v] : intent.tags)
+        if (std::find(p.privileged_tags.begin(), p.privileged_tags.end(), k) != p.privileged_tags.end())
+            out.push_back("tag " + k + "=" + v);
+    return out;
 }
 
 Decision decide(const Model& m, const SignalsView& v, const AdmissionRequest& r, Pacer* pacer)

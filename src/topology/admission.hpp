@@ -90,7 +90,14 @@ struct AdmissionRequest {
     std::string user;
     std::vector<std::string> groups;  // the user's Unix groups, by name
     std::vector<int> candidate_nodes;  // model nodes the job could use (its partition); empty: all
+    // Check reserved tags and classes (PrivilegedTags=, PrivilegedClasses=):
+    // at submission; a re-evaluation of a job admitted once does not.
+    bool check_reserved = true;
 };
+
+// The reserved parts of `intent` under `p` ("tag priority=high", "class
+// benchmark"), in a fixed order; empty when it uses none.
+std::vector<std::string> reserved_uses(const AdmissionPolicy& p, const JobIntent& intent);
 
 struct Decision {
     Verdict verdict = Verdict::Admit;
@@ -103,6 +110,10 @@ struct Decision {
     std::string avoid_for;    // what avoid_nodes are for: "maintenance mw-1,mw-2"
     std::string reason;       // one line for AdminComment, no ';' or ']'
     std::string message;      // to the user (sbatch prints it): rejection or --m2g-explain
+    // Overrides granted to this job (reserved intent used by a privileged
+    // account or group, --m2g-defer=no honoured for an exempt one), one line
+    // each, for the audit log.
+    std::vector<std::string> audit;
     // The AdminComment admission part, without the "admit=" that
     // set_annotation() adds: "admit", "defer until=<RFC 3339 UTC>
     // cause=<cause> reason=<reason>", "pace until=... cause=... reason=...",

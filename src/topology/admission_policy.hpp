@@ -52,6 +52,12 @@ struct AdmissionPolicy {
     int pace_gpus_per_interval = 0;      // 0: no GPU cap per interval
     std::vector<std::string> defer_exempt_accounts;
     std::vector<std::string> defer_exempt_groups;
+    // Reserved intent (PrivilegedTags=, PrivilegedClasses=): only these
+    // accounts or groups may use it; job_submit/m2g refuses anyone else.
+    std::vector<std::string> privileged_accounts;
+    std::vector<std::string> privileged_groups;
+    std::vector<std::string> privileged_tags;     // tag keys
+    std::vector<std::string> privileged_classes;  // class names
     NoDeferAction no_defer_action = NoDeferAction::Reject;
     MaintenanceAction maintenance_action = MaintenanceAction::Steer;
     int release_check_sec = 5;

@@ -64,7 +64,8 @@ const std::vector<const char*> kGlobalKeys{
     kw::kDefaultDeferrable,  kw::kDefaultPowerPerGpuW, kw::kPowerRetrySec,      kw::kRampRateKWPerMin,
     kw::kPaceIntervalSec,    kw::kPaceGpusPerInterval, kw::kDeferExemptAccounts, kw::kDeferExemptGroups,
     kw::kNoDeferAction,      kw::kMaintenanceAction,   kw::kReleaseCheckSec,    kw::kEnergyPricePerKWh,
-    kw::kEnergyCurrency,     kw::kStatsDir,            kw::kBridgeIntentsFile};
+    kw::kEnergyCurrency,     kw::kStatsDir,            kw::kBridgeIntentsFile,  kw::kPrivilegedAccounts,
+    kw::kPrivilegedGroups,   kw::kPrivilegedTags,      kw::kPrivilegedClasses};
 const LineKind kPartitionLine{kw::kPartitionName, {kw::kDefaultTopology, kw::kPreferWaitSec, kw::kSparePerDomain}};
 const LineKind kClassLine{kw::kClassName, {kw::kDeferrable, kw::kPowerPerGpuW}};
 const std::vector<const char*> kLineHeads{kw::kNodeName, kw::kDomainName, kw::kSwitchName, kw::kFaultDomain,
@@ -206,7 +207,21 @@ void set_admission_key(AdmissionPolicy& a, const SourceLoc& loc, const std::stri
         a.defer_exempt_accounts = parse_name_list(loc, k, value, "account");
     else if (key == kw::kDeferExemptGroups)
         a.defer_exempt_groups = parse_name_list(loc, k, value, "Unix group");
-    else if (key == kw::kNoDeferAction)
+    else if (key == kw::kPrivilegedAccounts)
+        a.privileged_accounts = parse_name_list(loc, k, value, "account");
+    else if (key == kw::kPrivilegedGroups)
+        a.privileged_groups = parse_name_list(loc, k, value, "Unix group");
+    else if (key == kw::kPrivilegedTags) {
+        a.privileged_tags = parse_name_list(loc, k, value, "tag key");
+        for (const std::string& t : a.privileged_tags)
+            check_tag(t, "x", std::string(loc.str() + ": " + k + "=" + value));
+    } else if (key == kw::kPrivilegedClasses) {
+        a.privileged_classes = parse_name_list(loc, k, value, "workload class");
+        for (const std::string& c : a.privileged_classes)
+            if (!workload_class_from(c))
+                throw ParseError(loc.str() + ": " + k + "=" + value + ": unknown class '" + c +
+                                 "'; expected training, finetune, inference, batch, benchmark, dataproc or agentic");
+    } else if (key == kw::kNoDeferAction)
         a.no_defer_action = static_cast<NoDeferAction>(parse_choice(loc, k, value, {"reject", "convert"}));
     else if (key == kw::kMaintenanceAction)
         a.maintenance_action = static_cast<MaintenanceAction>(parse_choice(loc, k, value, {"steer", "defer"}));

@@ -113,6 +113,14 @@ const char* to_string(Locality v) { return v == Locality::Unset ? "" : name_of(k
 const char* to_string(LocalityLevel v) { return name_of(kLevel, int(v)); }
 const char* to_string(WorkloadClass v) { return v == WorkloadClass::Unset ? "" : name_of(kClass, int(v)); }
 
+std::optional<WorkloadClass> workload_class_from(std::string_view name)
+{
+    int c = 0;
+    if (!lookup(kClass, name, c))
+        return std::nullopt;
+    return static_cast<WorkloadClass>(c);
+}
+
 std::string locality_string(const JobIntent& i)
 {
     if (i.locality == Locality::Unset)

@@ -26,6 +26,8 @@ enum class DeferConsent { Unset, Ok, No, Until };
 const char* to_string(Locality v);
 const char* to_string(LocalityLevel v);
 const char* to_string(WorkloadClass v);
+// "training" -> WorkloadClass::Training; nullopt for anything else.
+std::optional<WorkloadClass> workload_class_from(std::string_view name);
 
 using Tag = std::pair<std::string, std::string>;
 struct JobIntent;

@@ -38,6 +38,11 @@ inline constexpr const char* kPaceGpusPerInterval = "PaceGpusPerInterval";  // p
 inline constexpr const char* kDeferExemptAccounts = "DeferExemptAccounts";  // may use --m2g-defer=no in events
 inline constexpr const char* kDeferExemptGroups = "DeferExemptGroups";      // Unix groups, likewise
 inline constexpr const char* kNoDeferAction = "NoDeferAction";          // reject | convert
+// Reserved intent: tags and classes only these accounts or Unix groups may use.
+inline constexpr const char* kPrivilegedAccounts = "PrivilegedAccounts";
+inline constexpr const char* kPrivilegedGroups = "PrivilegedGroups";
+inline constexpr const char* kPrivilegedTags = "PrivilegedTags";        // tag keys, e.g. priority,sla
+inline constexpr const char* kPrivilegedClasses = "PrivilegedClasses";  // workload classes, e.g. benchmark
 inline constexpr const char* kMaintenanceAction = "MaintenanceAction";  // steer | defer
 inline constexpr const char* kReleaseCheckSec = "ReleaseCheckSec";      // job_submit/m2g re-evaluation period
 // Reporting (`m2g job`, m2g-exporter), see m2g.conf(5), REPORTING.

@@ -598,6 +598,58 @@ TEST_F(Admission, ExemptAccountsAndGroupsMayRefuseDeferral)
     EXPECT_EQ(decide(m, view(), r, nullptr).verdict, Verdict::Admit);
 }
 
+TEST_F(Admission, ExemptionsAreAudited)
+{
+    site_event("dr-1", kNow - kHour, kNow + 2 * kHour, 25);
+    m.admission.defer_exempt_accounts = {"ops"};
+    AdmissionRequest r = job(WorkloadClass::Training, 12, DeferConsent::No);
+    r.account = "ops";
+    EXPECT_EQ(decide(m, view(), r, nullptr).audit,
+              std::vector<std::string>{
+                  "--m2g-defer=no honoured during DR event dr-1 for exempt account ops (DeferExemptAccounts=)"});
+    // Deferrable work is no override.
+    EXPECT_TRUE(decide(m, view(), job(WorkloadClass::Training, 12), nullptr).audit.empty());
+}
+
+// Reserved tags and classes: privileged accounts and groups only, audited.
+TEST_F(Admission, ReservedIntentNeedsPrivilege)
+{
+    m.admission.privileged_accounts = {"ops"};
+    m.admission.privileged_groups = {"hpcadmin"};
+    m.admission.privileged_tags = {"priority"};
+    m.admission.privileged_classes = {"benchmark"};
+    AdmissionRequest r = job(WorkloadClass::Benchmark, 4);
+    r.intent.tags = {{"team", "llm"}, {"priority", "high"}};
+    EXPECT_EQ(reserved_uses(m.admission, r.intent),
+              (std::vector<std::string>{"class benchmark", "tag priority=high"}));
+    r.account = "acme";
+    r.user = "alice";
+    r.groups = {"users"};
+    Decision d = decide(m, view(), r, nullptr);
+    EXPECT_EQ(d.verdict, Verdict::Reject);
+    EXPECT_EQ(d.message,
+              "m2g: class benchmark, tag priority=high is reserved for privileged accounts (ops) and Unix groups "
+              "(hpcadmin), see PrivilegedTags= and PrivilegedClasses= in m2g.conf; account acme (user alice) is not "
+              "one of them. Submit without it, or ask an administrator.");
+    EXPECT_EQ(d.reason, "reject: class benchmark, tag priority=high reserved, account acme not privileged");
+    EXPECT_TRUE(d.audit.empty());
+    r.groups = {"users", "hpcadmin"};
+    d = decide(m, view(), r, nullptr);
+    EXPECT_EQ(d.verdict, Verdict::Admit);
+    EXPECT_EQ(d.audit, std::vector<std::string>{
+                           "class benchmark, tag priority=high (reserved) allowed for group hpcadmin (PrivilegedGroups=)"});
+    r.groups.clear();
+    r.account = "ops";
+    EXPECT_EQ(decide(m, view(), r, nullptr).audit,
+              std::vector<std::string>{
+                  "class benchmark, tag priority=high (reserved) allowed for account ops (PrivilegedAccounts=)"});
+    // A re-evaluation does not check again; unreserved intent is nobody's business.
+    r.account = "acme";
+    r.check_reserved = false;
+    EXPECT_EQ(decide(m, view(), r, nullptr).verdict, Verdict::Admit);
+    EXPECT_EQ(decide(m, view(), job(WorkloadClass::Training, 4), nullptr).verdict, Verdict::Admit);
+}
+
 TEST_F(Admission, NoDeferConvertedToDeferrable)
 {
     site_event("dr-1", kNow - kHour, kNow + 2 * kHour, 25);

@@ -124,7 +124,8 @@ TEST(ConfigErrors, UnknownKeyNamesLineAndAcceptedKeys)
               "PreferWaitSec, SparePerDomain, HealthFile, SignalsFile, SignalsTTLSec, SignalsPollSec, SignalsFailSafe, "
               "SignalsStatusFile, Admission, DefaultDeferrable, DefaultPowerPerGpuW, PowerRetrySec, RampRateKWPerMin, "
               "PaceIntervalSec, PaceGpusPerInterval, DeferExemptAccounts, DeferExemptGroups, NoDeferAction, "
-              "MaintenanceAction, ReleaseCheckSec, EnergyPricePerKWh, EnergyCurrency, StatsDir, BridgeIntentsFile");
+              "MaintenanceAction, ReleaseCheckSec, EnergyPricePerKWh, EnergyCurrency, StatsDir, BridgeIntentsFile, "
+              "PrivilegedAccounts, PrivilegedGroups, PrivilegedTags, PrivilegedClasses");
 }
 
 TEST(ConfigErrors, DuplicateNode)
@@ -309,6 +310,10 @@ TEST(Config, AdmissionKeys)
         "PaceGpusPerInterval=64\n"
         "DeferExemptAccounts=ops,oncall,ops\n"
         "DeferExemptGroups=sre\n"
+        "PrivilegedAccounts=ops\n"
+        "PrivilegedGroups=hpcadmin,sre\n"
+        "PrivilegedTags=priority,sla\n"
+        "PrivilegedClasses=benchmark\n"
         "NoDeferAction=convert\n"
         "MaintenanceAction=defer\n"
         "ReleaseCheckSec=10\n"
@@ -328,6 +333,10 @@ TEST(Config, AdmissionKeys)
     EXPECT_EQ(a.power_retry_sec, 600);
     EXPECT_EQ(a.ramp_rate_kw_per_min, 12.5);
     EXPECT_EQ(a.pace_interval_sec, 30);
+    EXPECT_EQ(a.privileged_accounts, std::vector<std::string>{"ops"});
+    EXPECT_EQ(a.privileged_groups, (std::vector<std::string>{"hpcadmin", "sre"}));
+    EXPECT_EQ(a.privileged_tags, (std::vector<std::string>{"priority", "sla"}));
+    EXPECT_EQ(a.privileged_classes, std::vector<std::string>{"benchmark"});
     EXPECT_EQ(a.pace_gpus_per_interval, 64);
     EXPECT_EQ(a.defer_exempt_accounts, (std::vector<std::string>{"ops", "oncall"}));
     EXPECT_EQ(a.defer_exempt_groups, (std::vector<std::string>{"sre"}));
@@ -390,6 +399,11 @@ TEST(ConfigErrors, AdmissionValues)
     EXPECT_EQ(err("DeferExemptGroups=sre,"),
               "m2g.conf:1: DeferExemptGroups=sre, is not valid; expected a comma-separated list of Unix group names "
               "without empty entries, e.g. ops,oncall");
+    EXPECT_EQ(err("PrivilegedClasses=benchmark,vip"),
+              "m2g.conf:1: PrivilegedClasses=benchmark,vip: unknown class 'vip'; expected training, finetune, "
+              "inference, batch, benchmark, dataproc or agentic");
+    EXPECT_EQ(err("PrivilegedTags=Priority").rfind("m2g.conf:1: PrivilegedTags=Priority", 0), 0u)
+        << err("PrivilegedTags=Priority");
     EXPECT_EQ(err("NoDeferAction=allow"), "m2g.conf:1: NoDeferAction=allow is not valid; expected reject or convert");
     EXPECT_EQ(err("MaintenanceAction=ignore"),
               "m2g.conf:1: MaintenanceAction=ignore is not valid; expected steer or defer");

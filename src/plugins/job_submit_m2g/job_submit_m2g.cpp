@@ -79,6 +79,10 @@ extern "C" const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 namespace {
 
 constexpr const char* kLog = "m2g: admission: ";
+// Overrides m2g grants (reserved intent for a privileged account, deferral
+// exemptions, an operator moving m2g's begin time): one line each, with this
+// prefix, so that sites can route them (e.g. to an audit log).
+constexpr const char* kAudit = "m2g: audit: ";
 
 // Everything the submission path and the release thread share. It lives on
 // the heap and the thread holds a reference, so a fini() that cannot wait
@@ -482,6 +486,7 @@ bool reevaluate(Pass& pass, job_record_t* job)
         r.now = now;
         r.user_begin = user_begin;
         r.account = job->account ? job->account : "";
+        r.check_reserved = false;  // checked when it was submitted
         if (r.intent.defer == m2g::DeferConsent::No && !c.model->admission.defer_exempt_groups.empty()) {
             r.user = user_name(job->user_id);
             r.groups = group_names(r.user, job->group_id);
@@ -851,7 +856,11 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
         r.now = now;
         r.user_begin = job_desc->begin_time > now ? job_desc->begin_time : 0;
         r.account = account_of(job_desc->account, job_desc->user_id);
-        if (r.intent.defer == m2g::DeferConsent::No && !ap.defer_exempt_groups.empty()) {
+        const bool reserved = !m2g::reserved_uses(ap, r.intent).empty();
+        if (reserved)
+            r.user = user_name(job_desc->user_id);  // named in a refusal and in the audit line
+        if ((r.intent.defer == m2g::DeferConsent::No && !ap.defer_exempt_groups.empty()) ||
+            (reserved && !ap.privileged_groups.empty())) {
             r.user = user_name(job_desc->user_id);  // NSS: only when an exemption may hang on it
             r.groups = group_names(r.user, job_desc->group_id);
         }
@@ -862,6 +871,14 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
         // later fail validation; select/m2g paces real starts.
         const m2g::Decision d = m2g::decide(*c.model, c.view, r, nullptr);
         const bool enforce = ap.mode == m2g::AdmissionMode::Enforce;
+        for (const std::string& a : d.audit)
+            info("%suid %u (%s) account %s: %s%s", kAudit, job_desc->user_id,
+                 (r.user.empty() ? user_name(job_desc->user_id) : r.user).c_str(),
+                 r.account.empty() ? "(default)" : r.account.c_str(), a.c_str(),
+                 enforce ? "" : " [Admission=monitor]");
+        if (d.verdict == m2g::Verdict::Reject && d.reason.find(" reserved, ") != std::string::npos)
+            info("%suid %u (%s) account %s: refused: %s", kAudit, job_desc->user_id, r.user.c_str(),
+                 r.account.empty() ? "(default)" : r.account.c_str(), d.reason.c_str());
         timed.verdict = counted_as(d.verdict);  // Admission=monitor: what m2g would do
         if (enforce && d.converted)
             convert_to_deferrable(job_desc);
@@ -895,16 +912,25 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
 extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid)
 {
     // Owners may not pull a job m2g deferred forward with
-    // `scontrol update StartTime=`; operators and admins may.
+    // `scontrol update StartTime=`; operators and admins may, and that is
+    // an override the audit log records.
     if (!job_desc || !job_ptr || !job_ptr->details || job_desc->begin_time == 0 ||
-        job_desc->begin_time == NO_VAL || validate_operator(submit_uid))
+        job_desc->begin_time == NO_VAL)
         return SLURM_SUCCESS;
     try {
         const std::string part =
             m2g::get_annotation(job_ptr->admin_comment ? job_ptr->admin_comment : "", m2g::AnnotationPart::Admission);
         const bool waiting = part.rfind("defer", 0) == 0 || part.rfind("pace", 0) == 0;
-        if (waiting && IS_JOB_PENDING(job_ptr) &&
-            static_cast<time_t>(job_desc->begin_time) < job_ptr->details->begin_time) {
+        const bool earlier = waiting && IS_JOB_PENDING(job_ptr) &&
+                             static_cast<time_t>(job_desc->begin_time) < job_ptr->details->begin_time;
+        if (earlier && validate_operator(submit_uid)) {
+            info("%sJobId=%u: operator uid %u (%s) moved its begin time from %ld to %ld, before m2g's (%s)", kAudit,
+                 job_ptr->job_id, submit_uid, user_name(submit_uid).c_str(),
+                 static_cast<long>(job_ptr->details->begin_time), static_cast<long>(job_desc->begin_time),
+                 part.c_str());
+            return SLURM_SUCCESS;
+        }
+        if (earlier) {
             info("%sJobId=%u: uid %u may not move its begin time before m2g's (%s)", kLog, job_ptr->job_id,
                  submit_uid, part.c_str());
             return ESLURM_ACCESS_DENIED;
