@@ -921,8 +921,9 @@ TEST_F(FeedTest, UnchangedStatMeansNoReparse)
     EXPECT_EQ(f.view(kNow).state, FeedState::Fresh);
     EXPECT_EQ(f.view(kNow).snap, snap);
     EXPECT_EQ(count(LogLevel::Error), 0);
-    // A real change (new mtime) is read.
-    const struct timespec later[2] = {{before.st_mtim.tv_sec + 1, 0}, {before.st_mtim.tv_sec + 1, 0}};
+    // A real change (another mtime) is read. Older than 1 s: a file changed
+    // in place is read only once it has settled.
+    const struct timespec later[2] = {{before.st_mtim.tv_sec - 10, 0}, {before.st_mtim.tv_sec - 10, 0}};
     ASSERT_EQ(::utimensat(AT_FDCWD, path_.c_str(), later, 0), 0);
     EXPECT_FALSE(f.refresh(kNow + 5));
     EXPECT_EQ(f.view(kNow + 5).state, FeedState::Corrupt);
