@@ -871,6 +871,95 @@ std::vector<const CurtailmentEvent*> active_events(const Signals* s, int64_t now
 
 // ---- SignalFeed ---------------------------------------------------------------
 
+namespace {
+
+// A feed written in place (not renamed over) can be read between two of its
+// writer's write()s: a prefix, which does not parse, or, without O_TRUNC,
+// the new beginning over the old end, which may parse and mix two
+// documents. So a file changed in place since the last read (same inode) is
+// read only once it has been left alone for kSettleNs, and any version that
+// changes while it is read is dropped; both wait for the next poll. A file
+// renamed over the feed (a new inode, as doc/signals.md asks) is read at once.
+constexpr int64_t kSettleNs = 1'000'000'000;
+
+struct ReadAttempt {
+    enum Outcome { Read, Missing, Unsettled } outcome = Missing;
+    int64_t mtime_ns = -1, size = -1, ino = -1;  // of the version read
+    std::string text;
+    std::string error;  // Missing: why; Read: set when the file is too large (then corrupt)
+};
+
+int64_t mtime_ns_of(const struct stat& st)
+{
+    return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+bool same_version(const struct stat& a, const struct stat& b)
+{
+    return mtime_ns_of(a) == mtime_ns_of(b) && a.st_size == b.st_size && a.st_ino == b.st_ino;
+}
+
+// `last_ino`: the inode of the version read last (-1: none).
+ReadAttempt read_settled(const std::string& path, int64_t last_ino)
+{
+    ReadAttempt r;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        r.error = std::string("cannot open: ") + std::strerror(errno);
+        return r;
+    }
+    struct stat before {};
+    if (::fstat(fd, &before) != 0) {
+        r.error = std::string("cannot read: ") + std::strerror(errno);
+        ::close(fd);
+        return r;
+    }
+    r.mtime_ns = mtime_ns_of(before);
+    r.size = before.st_size;
+    r.ino = static_cast<int64_t>(before.st_ino);
+    struct timespec ts {};
+    ::clock_gettime(CLOCK_REALTIME, &ts);
+    const int64_t age = int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec - r.mtime_ns;
+    if (r.ino == last_ino && age >= 0 && age < kSettleNs) {
+        ::close(fd);  // rewritten in place a moment ago: its writer may not be done
+        r.outcome = ReadAttempt::Unsettled;
+        return r;
+    }
+    r.outcome = ReadAttempt::Read;
+    if (before.st_size > kMaxFeedBytes) {
+        r.error = path + ": the file is " + std::to_string(before.st_size) + " bytes; a feed may have at most " +
+                  std::to_string(kMaxFeedBytes) + " bytes";
+        ::close(fd);
+        return r;
+    }
+    char buf[65536];
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            r.outcome = ReadAttempt::Missing;
+            r.error = std::string("cannot read: ") + std::strerror(errno);
+            ::close(fd);
+            return r;
+        }
+        if (n == 0)
+            break;
+        r.text.append(buf, static_cast<size_t>(n));
+        if (static_cast<int64_t>(r.text.size()) > kMaxFeedBytes)
+            break;  // growing while read: the version check below drops it
+    }
+    struct stat after {};
+    if (::fstat(fd, &after) != 0 || !same_version(before, after)) {
+        r.outcome = ReadAttempt::Unsettled;
+        r.text.clear();
+    }
+    ::close(fd);
+    return r;
+}
+
+}  // namespace
+
 struct SignalFeed::Published {
     std::shared_ptr<const Signals> snap;  // the last good snapshot, if any
     FeedState file = FeedState::Missing;  // the last look: Fresh (parsed), Corrupt or Missing
@@ -1023,69 +1112,50 @@ bool SignalFeed::refresh(int64_t now)
                           static_cast<int64_t>(st.st_ino)} == seen_) {
             // Unchanged since the last look: only time moves.
         } else {
-            std::string text, parse_error;
-            FileId id;
-            const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-            if (fd < 0) {
-                missing(std::string("cannot open: ") + std::strerror(errno));
+            ReadAttempt got = read_settled(path_, seen_.ino);
+            if (got.outcome == ReadAttempt::Missing) {
+                missing(got.error);
+            } else if (got.outcome == ReadAttempt::Unsettled) {
+                // Still being rewritten: nothing read, nothing changes (seen_
+                // stays, so the next poll tries again). A feed that has never
+                // read its file says so rather than "missing".
+                if (!unsettled_logged_)
+                    log_line(LogLevel::Warning,
+                             "signals feed " + path_ +
+                                 " is being rewritten in place: it changed less than " +
+                                 std::to_string(kSettleNs / 1000000000) +
+                                 " s ago or while it was read; keeping what is in force until it settles (an agent "
+                                 "should write a temporary file and rename(2) it over the feed)");
+                unsettled_logged_ = true;
+                if (generation_ == 0 && next->file == FeedState::Missing && next->error.empty()) {
+                    next->file = FeedState::Corrupt;
+                    next->error = path_ + ": still being written in place; not read yet";
+                    next->corrupt_since = now;
+                }
             } else {
-                struct stat fst {};
-                bool ok = ::fstat(fd, &fst) == 0;
-                int rerr = errno;
-                if (ok) {
-                    id = FileId{int64_t{fst.st_mtim.tv_sec} * 1000000000 + fst.st_mtim.tv_nsec, int64_t{fst.st_size},
-                                static_cast<int64_t>(fst.st_ino)};
-                    if (fst.st_size > kMaxFeedBytes) {
-                        parse_error = path_ + ": the file is " + std::to_string(fst.st_size) +
-                                      " bytes; a feed may have at most " + std::to_string(kMaxFeedBytes) + " bytes";
-                    } else {
-                        char buf[65536];
-                        for (;;) {
-                            const ssize_t n = ::read(fd, buf, sizeof buf);
-                            if (n < 0 && errno == EINTR)
-                                continue;
-                            if (n < 0) {
-                                ok = false;
-                                rerr = errno;
-                                break;
-                            }
-                            if (n == 0)
-                                break;
-                            text.append(buf, static_cast<size_t>(n));
-                            if (static_cast<int64_t>(text.size()) > kMaxFeedBytes) {
-                                parse_error = path_ + ": the file grew past " + std::to_string(kMaxFeedBytes) +
-                                              " bytes while being read";
-                                break;
-                            }
-                        }
+                unsettled_logged_ = false;
+                seen_ = FileId{got.mtime_ns, got.size, got.ino};
+                std::string parse_error = got.error;
+                if (parse_error.empty()) {
+                    try {
+                        auto snap = std::make_shared<const Signals>(parse_signals(got.text, path_, model_, now));
+                        next->snap = std::move(snap);
+                        next->file = FeedState::Fresh;
+                        next->error.clear();
+                        next->corrupt_since = 0;
+                        good_text_ = std::move(got.text);
+                        ++generation_;
+                        published = true;
+                    } catch (const std::exception& e) {
+                        parse_error = e.what();
                     }
                 }
-                ::close(fd);
-                if (!ok) {
-                    missing(std::string("cannot read: ") + std::strerror(rerr));
-                } else {
-                    seen_ = id;
-                    if (parse_error.empty()) {
-                        try {
-                            auto s = std::make_shared<const Signals>(parse_signals(text, path_, model_, now));
-                            next->snap = std::move(s);
-                            next->file = FeedState::Fresh;
-                            next->error.clear();
-                            next->corrupt_since = 0;
-                            good_text_ = std::move(text);
-                            ++generation_;
-                            published = true;
-                        } catch (const std::exception& e) {
-                            parse_error = e.what();
-                        }
-                    }
-                    if (!parse_error.empty()) {
-                        if (next->file != FeedState::Corrupt)
-                            next->corrupt_since = now;
-                        next->file = FeedState::Corrupt;
-                        next->error = parse_error;
-                        new_error = true;
-                    }
+                if (!parse_error.empty()) {
+                    if (next->file != FeedState::Corrupt)
+                        next->corrupt_since = now;
+                    next->file = FeedState::Corrupt;
+                    next->error = parse_error;
+                    new_error = true;
                 }
             }
         }

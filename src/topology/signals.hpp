@@ -179,6 +179,7 @@ class SignalFeed {
     } seen_;
     FeedState logged_ = FeedState::NotConfigured;  // NotConfigured: nothing logged yet
     bool logged_failsafe_ = false;
+    bool unsettled_logged_ = false;  // "being written in place" said for this streak
     std::string good_text_;      // the last good feed as read, for the status file
     std::string status_path_;
     FeedState status_state_ = FeedState::NotConfigured;  // as last written

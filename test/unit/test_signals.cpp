@@ -921,8 +921,9 @@ TEST_F(FeedTest, UnchangedStatMeansNoReparse)
     EXPECT_EQ(f.view(kNow).state, FeedState::Fresh);
     EXPECT_EQ(f.view(kNow).snap, snap);
     EXPECT_EQ(count(LogLevel::Error), 0);
-    // A real change (new mtime) is read.
-    const struct timespec later[2] = {{before.st_mtim.tv_sec + 1, 0}, {before.st_mtim.tv_sec + 1, 0}};
+    // A real change (another mtime) is read. Older than 1 s: a file changed
+    // in place is read only once it has settled.
+    const struct timespec later[2] = {{before.st_mtim.tv_sec - 10, 0}, {before.st_mtim.tv_sec - 10, 0}};
     ASSERT_EQ(::utimensat(AT_FDCWD, path_.c_str(), later, 0), 0);
     EXPECT_FALSE(f.refresh(kNow + 5));
     EXPECT_EQ(f.view(kNow + 5).state, FeedState::Corrupt);
@@ -1181,4 +1182,104 @@ TEST(SignalsEnums, Names)
     EXPECT_STREQ(to_string(FeedState::NotConfigured), "not_configured");
     EXPECT_STREQ(to_string(FeedState::Stale), "stale");
     EXPECT_STREQ(to_string(FeedState::Corrupt), "corrupt");
+}
+
+TEST_F(FeedTest, NeverPublishesADocumentCaughtMidWrite)
+{
+    // An agent that rewrites the feed in place, without O_TRUNC, in two
+    // write()s 2 ms apart: between them the file holds the new first half
+    // over the old second half, which parses. The event id sits at the
+    // start and its end at the end, so a mix shows as an id with the other
+    // document's end. (Regression: the poll used to publish such a mix.)
+    const int64_t end_a = kNow + 3000, end_b = kNow + 5000;
+    auto doc = [](const std::string& id, int64_t end) {
+        return "{\"schema\": \"m2g.signals/v1\", \"events\": [{\"id\": \"" + id +
+               "\", \"start\": " + std::to_string(kNow - 60) + ", \"curtail_pct\": 50, \"x-pad\": \"" +
+               std::string(2000, 'p') + "\", \"end\": " + std::to_string(end) + "}], \"generated_at\": " +
+               std::to_string(kNow) + "}";
+    };
+    const std::string a = doc("dr-a", end_a), b = doc("dr-b", end_b);
+    ASSERT_EQ(a.size(), b.size());
+    write(a);
+    SignalFeed f(path_, 300, FailSafe::Last, model(), logger());
+    ASSERT_TRUE(f.refresh(kNow));
+
+    std::atomic<bool> stop{false};
+    std::atomic<int> versions{0};
+    std::thread writer([&] {
+        const int fd = ::open(path_.c_str(), O_WRONLY);
+        ASSERT_GE(fd, 0);
+        const size_t h = a.size() / 2;
+        for (int n = 0; !stop; ++n) {
+            const std::string& d = n % 2 ? a : b;
+            ASSERT_EQ(::pwrite(fd, d.data(), h, 0), ssize_t(h));
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            ASSERT_EQ(::pwrite(fd, d.data() + h, d.size() - h, off_t(h)), ssize_t(d.size() - h));
+            ++versions;
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+        ::close(fd);
+    });
+    int mixed = 0, reads = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+    while (std::chrono::steady_clock::now() < until) {
+        reads += f.refresh(kNow);
+        const SignalsView v = f.view(kNow);
+        ASSERT_NE(v.snap, nullptr);
+        ASSERT_EQ(v.snap->events.size(), 1u);
+        const CurtailmentEvent& e = v.snap->events[0];
+        mixed += !((e.id == "dr-a" && e.end == end_a) || (e.id == "dr-b" && e.end == end_b));
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+    }
+    stop = true;
+    writer.join();
+    EXPECT_GT(versions.load(), 100);
+    EXPECT_EQ(mixed, 0) << "published a mix of two documents (" << reads << " versions published)";
+    // The writer stopped in the middle of a version or after a whole one;
+    // finish it as the agent would, and the next poll reads it.
+    write(b);
+    EXPECT_TRUE(f.refresh(kNow));
+    const SignalsView v = f.view(kNow);
+    EXPECT_EQ(v.state, FeedState::Fresh);
+    ASSERT_NE(v.snap, nullptr);
+    EXPECT_EQ(v.snap->events[0].id, "dr-b");
+    EXPECT_EQ(v.snap->events[0].end, end_b);
+}
+
+TEST_F(FeedTest, AFeedRewrittenInPlaceIsReadOnceItSettles)
+{
+    write(good(10, "\"source\": \"one\""));
+    SignalFeed f(path_, 300, FailSafe::Last, model(), logger());
+    ASSERT_TRUE(f.refresh(kNow));
+    // Rewritten in place (same inode) every 5 ms: not read while it keeps
+    // changing; what is in force stays, and one warning says why.
+    std::atomic<bool> stop{false};
+    std::thread writer([&] {
+        while (!stop) {
+            std::ofstream out(path_, std::ios::in | std::ios::out);
+            out << good(10, "\"source\": \"two\"");
+            out.close();
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_FALSE(f.refresh(kNow));
+    EXPECT_FALSE(f.refresh(kNow + 1));
+    stop = true;
+    writer.join();
+    SignalsView v = f.view(kNow + 1);
+    EXPECT_EQ(v.state, FeedState::Fresh);
+    ASSERT_NE(v.snap, nullptr);
+    EXPECT_EQ(v.snap->source, "one");
+    int said = 0;
+    for (const auto& e : logs_)
+        said += e.second.find("is being rewritten in place") != std::string::npos;
+    EXPECT_EQ(said, 1);
+    EXPECT_EQ(count(LogLevel::Error), 0);
+    // Left alone for a second, it is read.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    EXPECT_TRUE(f.refresh(kNow + 2));
+    v = f.view(kNow + 2);
+    EXPECT_EQ(v.state, FeedState::Fresh);
+    EXPECT_EQ(v.snap->source, "two");
 }

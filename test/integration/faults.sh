@@ -1,0 +1,417 @@
+#!/usr/bin/env bash
+# Fault injection on the real testbed (2 NVL72 racks, every m2g plugin,
+# slurmdbd): whatever breaks, slurmctld must not crash and no job may be
+# lost. Each scenario checks that slurmctld still answers `scontrol ping`
+# with the same PID (unless the test restarted it), that every job submitted
+# so far is still known to squeue/sacct in a sane state, and m2g's log lines.
+#
+#  1. the signals feed: corrupt in ways admission.sh does not try (empty, a
+#     directory, binary, a name m2g.conf lacks), gone at run time under
+#     SignalsFailSafe=last, going stale while nobody touches it, and
+#     rewritten in place by a writer racing the poll (truncating, and
+#     overwriting without truncation) while jobs are submitted: m2g never
+#     acts on a half-written document;
+#  2. m2g.conf broken at `scontrol reconfigure`: the previous config stays in
+#     force in all three plugins, the error says file:line; fixed, it applies;
+#  3. slurmctld SIGKILLed with jobs running, pending and deferred, restarted:
+#     every job and its AdminComment survives, deferred jobs stay deferred;
+#  4. a slurmd SIGKILLed under a running job: the node goes down, the job is
+#     requeued, not lost; new work avoids the node; the slurmd comes back;
+#  5. slurmdbd down while jobs run and end: their AdminComment reaches sacct
+#     once it is back (slurmctld queues what it could not send);
+#  6. a demand-response event ends early (its end moved to now): the jobs it
+#     deferred, including those deferred before the slurmctld restart, are
+#     released within ReleaseCheckSec + SignalsPollSec, saying why.
+# shellcheck source=test/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+T=$TB_TMP
+TTL=20 POLL=1 RELEASE=2
+
+cat >"$T/faults.conf" <<EOF
+SignalsFile=@DIR@/run/signals.json
+SignalsStatusFile=@DIR@/run/signals-status.json
+SignalsPollSec=$POLL
+SignalsTTLSec=$TTL
+SignalsFailSafe=last
+ReleaseCheckSec=$RELEASE
+EOF
+t_start=$SECONDS
+# SlurmdTimeout=10: a dead slurmd makes its node DOWN in ~10 s, not 60.
+tb_up --racks 2 --slurmd-timeout 10 --conf-extra "$T/faults.conf"
+FEED=$TB_DIR/run/signals.json
+STATUS=$TB_DIR/run/signals-status.json
+LOG=$TB_DIR/log/slurmctld.log
+CONF=$TB_DIR/etc/m2g.conf
+CTLD_PID=$(cat "$TB_DIR/pids/slurmctld.pid")
+JOBS=()
+
+# ---------------------------------------------------------------- helpers --
+
+# feed_json: a feed from $EVENTS (JSON array) and $GEN (epoch, default now).
+feed_json() {
+	printf '{"schema": "m2g.signals/v1", "generated_at": %s, "source": "faults.sh",\n' "${GEN:-$(date +%s)}"
+	printf ' "power": {"site": {"budget_kw": 2000, "draw_kw": 100}}, "events": %s}\n' "${EVENTS:-[]}"
+}
+# write_feed: replace the feed atomically, as an agent should.
+write_feed() { feed_json >"$FEED.tmp" && mv -f "$FEED.tmp" "$FEED"; }
+# dr_event ID END: a site-wide 50 % event that started a minute ago.
+dr_event() { printf '[{"id": "%s", "start": %d, "end": %d, "curtail_pct": 50, "scope": "site"}]' "$1" $(($(date +%s) - 60)) "$2"; }
+utc() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
+
+log_count() { grep -Ec -- "$1" "$LOG" || true; }
+status_state() { sed -n 's/^ *"state": *"\([a-z_]*\)".*/\1/p' "$STATUS" 2>/dev/null; }
+# wait_until SECONDS CMD...: poll CMD every 0.25 s.
+wait_until() {
+	local deadline=$((SECONDS + $1)); shift
+	until "$@" >/dev/null 2>&1; do
+		((SECONDS < deadline)) || return 1
+		sleep 0.25
+	done
+}
+status_is() { [[ $(status_state) == "$1" ]]; }
+
+# sub VAR SBATCH-ARGS...: submit, remember the job for the "no job lost"
+# checks, set VAR to its id.
+sub() {
+	local _sub_var=$1 _sub_id; shift
+	_sub_id=$(sbatch --parsable -o /dev/null "$@") || return 1
+	_sub_id=${_sub_id%%;*}
+	JOBS+=("$_sub_id")
+	printf -v "$_sub_var" %s "$_sub_id"
+}
+admin_comment() { squeue -h -t all -j "$1" -O admin_comment:800 2>/dev/null | sed 's/ *$//'; }
+reason() { squeue -h -j "$1" -o %r 2>/dev/null; }
+
+# ctld_same: slurmctld answers and is the process we expect ($CTLD_PID).
+ctld_same() {
+	scontrol ping 2>/dev/null | grep -q 'is UP' && kill -0 "$CTLD_PID" 2>/dev/null &&
+		[[ $(cat "$TB_DIR/pids/slurmctld.pid") == "$CTLD_PID" ]]
+}
+readonly SANE='PENDING|RUNNING|SUSPENDED|COMPLETING|COMPLETED|CANCELLED|FAILED|TIMEOUT|NODE_FAIL|REQUEUED|REQUEUE_HOLD|REQUEUE_FED|CONFIGURING|PREEMPTED|DEADLINE|OUT_OF_MEMORY|BOOT_FAIL|RESIZING'
+# no_job_lost: every job submitted so far is known to slurmctld or slurmdbd
+# in a real state.
+no_job_lost() {
+	local id st bad=""
+	for id in "${JOBS[@]}"; do
+		st=$(job_state "$id")
+		[[ $st =~ ^($SANE)$ ]] || bad+=" $id:${st:-unknown}"
+	done
+	[[ -z $bad ]] && return 0
+	diag "jobs lost or in no known state:$bad"
+	return 1
+}
+# survived WHAT: the two invariants every scenario ends with.
+survived() {
+	ok ctld_same "$1: slurmctld answers scontrol ping, same PID $CTLD_PID"
+	ok no_job_lost "$1: all ${#JOBS[@]} jobs submitted so far are known with a sane state"
+}
+# lap: how long the previous part took (diagnostics only).
+t_lap=$SECONDS
+lap() { diag "(took $((SECONDS - t_lap)) s)"; t_lap=$SECONDS; }
+gpu_job() { sub "$1" -N1 --gres=gpu:4 "${@:2}"; }
+
+write_feed
+ok "wait_until 10 status_is fresh" "setup: the feed is fresh"
+
+lap
+# ================================================ 1. the signals feed ====
+# --- 1a. corrupt in several ways; the last good snapshot stays ------------
+now=$(date +%s)
+EVENTS=$(dr_event dr-keep $((now + 3600))) write_feed
+wait_until 10 grep -q '"dr-keep"' "$STATUS"
+e0=$(log_count 'm2g: admission: signals feed corrupt')
+s0=$(log_count 'm2g: select: signals feed corrupt')
+: >"$FEED.tmp"; mv -f "$FEED.tmp" "$FEED"                                  # empty
+wait_until 5 grep -q 'the file is empty' "$STATUS"
+ok "grep -q 'not valid JSON: the file is empty' '$STATUS'" "1a: an empty feed is corrupt, and the status says why"
+head -c 3000 /dev/urandom >"$FEED.tmp"; mv -f "$FEED.tmp" "$FEED"        # binary garbage
+sleep 2
+sed 's/"budget_kw": 2000/"budget_kw": 2000}, "racks": {"nvl77": {"draw_kw": 1}/' <(feed_json) >"$FEED.tmp"
+mv -f "$FEED.tmp" "$FEED"                                                  # a rack m2g.conf lacks
+wait_until 5 grep -q 'nvl77' "$STATUS"
+ok "grep -q 'no NVLink domain nvl77 in m2g.conf' '$STATUS'" "1a: a feed naming a rack m2g.conf lacks is refused with the name"
+is "$(($(log_count 'm2g: admission: signals feed corrupt') - e0))/$(($(log_count 'm2g: select: signals feed corrupt') - s0))" \
+	"3/3" "1a: each corrupt version is logged once by job_submit/m2g and once by select/m2g"
+gpu_job c1 --hold --m2g-class=training --wrap true
+ok "[[ '$(admin_comment "$c1")' == *cause=dr-keep* ]]" "1a: while corrupt, the last good snapshot's event still defers deferrable work"
+rm -f "$FEED"; mkdir "$FEED"                                               # a directory
+wait_until 5 status_is missing
+ok "status_is missing && grep -q 'not a regular file' '$STATUS'" "1a: a directory where the feed should be counts as missing"
+rmdir "$FEED"
+survived "1a corrupt feeds"
+
+# --- 1b. the feed disappears at run time, SignalsFailSafe=last -------------
+write_feed_keep() { EVENTS=$(dr_event dr-keep $((now + 3600))) write_feed; }
+write_feed_keep
+wait_until 10 status_is fresh
+m0=$(log_count 'm2g: admission: signals feed missing')
+ms0=$(log_count 'm2g: select: signals feed missing')
+rm -f "$FEED"
+ok "wait_until 5 status_is missing" "1b: removing the feed is noticed within the poll period"
+sleep 1
+is "$(($(log_count 'm2g: admission: signals feed missing') - m0))/$(($(log_count 'm2g: select: signals feed missing') - ms0))" \
+	"1/1" "1b: one 'signals feed missing' warning per plugin"
+gpu_job b1 --m2g-class=training --wrap true
+gpu_job b2 --m2g-class=inference --wrap true
+sleep 1
+ok "[[ '$(admin_comment "$b1")' == *cause=dr-keep* && '$(reason "$b1")' == BeginTime ]]" \
+	"1b: fail-safe last: the last snapshot's event still defers deferrable work"
+wait_job_state "$b2" "RUNNING|COMPLETED" 30; ok $? "1b: non-deferrable work still runs"
+scancel "$b1" "$c1"
+survived "1b missing feed"
+
+# --- 1c. the agent dies: the feed goes stale with nobody touching it ----------
+st0=$(log_count 'm2g: admission: signals feed stale')
+sst0=$(log_count 'm2g: select: signals feed stale')
+GEN=$(($(date +%s) - TTL + 4)) EVENTS=$(dr_event dr-old $((now + 3600))) write_feed
+ok "wait_until 3 status_is fresh" "1c: a feed ${TTL}-4 s old is still fresh"
+ok "wait_until 10 status_is stale" "1c: it turns stale by time alone (SignalsTTLSec=$TTL)"
+sleep 1
+is "$(($(log_count 'm2g: admission: signals feed stale') - st0))/$(($(log_count 'm2g: select: signals feed stale') - sst0))" \
+	"1/1" "1c: one 'signals feed stale' warning per plugin"
+gpu_job o1 --hold --m2g-class=training --wrap true
+ok "[[ '$(admin_comment "$o1")' == *cause=dr-old* ]]" "1c: fail-safe last: the stale snapshot's event still applies"
+scancel "$o1"
+survived "1c stale feed"
+
+# --- 1d. a writer racing the poll: never act on a half-written document --------
+# Two documents of the same length whose event id (near the start) and end
+# (near the end) differ: a mix of the two parses, and would show up as
+# dr-mid-b with A's end or dr-mid-a with B's.
+now=$(date +%s)
+END_A=$((now + 3000)) END_B=$((now + 5000))
+mid_doc() {  # ID END
+	printf '{"schema": "m2g.signals/v1", "generated_at": %d, "events": [{"id": "%s", "start": %d,\n' "$now" "$1" $((now - 60))
+	printf ' "curtail_pct": 50, "x-pad": "%s",\n "end": %d}]}\n' "$(printf '%*s' 3000 '' | tr ' ' p)" "$2"
+}
+mid_doc dr-mid-a "$END_A" >"$T/doc-a"
+mid_doc dr-mid-b "$END_B" >"$T/doc-b"
+cp "$T/doc-a" "$FEED.tmp"; mv -f "$FEED.tmp" "$FEED"
+wait_until 10 status_is fresh
+cat >"$T/racer.py" <<'EOF'
+# racer.py FEED DOC_A DOC_B MODE SECONDS: rewrite FEED in place, alternating
+# the two documents, each in two writes 2 ms apart. MODE trunc: O_TRUNC
+# first (a reader sees a prefix); inplace: overwrite without truncating (a
+# reader sees the new first half and the old second half).
+import os, sys, time
+feed, a, b, mode, secs = sys.argv[1], open(sys.argv[2], 'rb').read(), open(sys.argv[3], 'rb').read(), sys.argv[4], float(sys.argv[5])
+end, n, docs = time.monotonic() + secs, 0, (b, a)
+while time.monotonic() < end:
+    d = docs[n % 2]; n += 1; h = len(d) // 2
+    fd = os.open(feed, os.O_WRONLY | (os.O_TRUNC if mode == 'trunc' else 0))
+    os.pwrite(fd, d[:h], 0); time.sleep(0.002); os.pwrite(fd, d[h:], h); os.close(fd)
+    time.sleep(0.0002)
+print(n)
+EOF
+held_mid=()
+race() {  # MODE SECONDS: run the racer while submitting a deferrable job every 0.5 s
+	/usr/bin/python3 "$T/racer.py" "$FEED" "$T/doc-a" "$T/doc-b" "$1" "$2" >"$T/racer-$1.out" &
+	local racer=$! id
+	TB_CLEANUP_PIDS+=("$racer")
+	while kill -0 "$racer" 2>/dev/null; do
+		gpu_job id --hold --m2g-class=training --wrap true
+		held_mid+=("$id")
+		sleep 0.5
+	done
+	wait "$racer"
+}
+# Two deferred jobs the release thread re-decides at every pass as the end flips.
+gpu_job r1 --m2g-class=training --wrap true
+gpu_job r2 --m2g-class=training --wrap true
+mc0=$(log_count 'signals feed corrupt')
+race trunc 4
+race inplace 4
+diag "racer versions written: trunc $(cat "$T/racer-trunc.out"), in place $(cat "$T/racer-inplace.out"); ${#held_mid[@]} jobs submitted meanwhile"
+diag "corrupt reads logged meanwhile: $(($(log_count 'signals feed corrupt') - mc0))"
+now=$(date +%s) mid_doc dr-mid-a "$END_A" >"$FEED.tmp"; mv -f "$FEED.tmp" "$FEED"   # the agent's final word, fresh
+mixed_re="dr-mid-b[^;]*until $(utc "$END_A")|dr-mid-a[^;]*until $(utc "$END_B")"
+whole_a="until=$(utc "$END_A") cause=dr-mid-a" whole_b="until=$(utc "$END_B") cause=dr-mid-b"
+bad=""
+for id in "${held_mid[@]}" "$r1" "$r2"; do
+	ac=$(admin_comment "$id")
+	if [[ $ac =~ $mixed_re ]] || [[ $ac != *"$whole_a"* && $ac != *"$whole_b"* ]]; then bad+=" $id=[$ac]"; fi
+done
+is "${bad:-none}" none "1d: every job submitted during the race was decided on a whole document (dr-mid-a/END_A or dr-mid-b/END_B)"
+is "$(grep -Ec -- "$mixed_re" "$LOG")" 0 "1d: no log line shows a decision on a mix of the two documents"
+ok "wait_until 5 grep -q 'dr-mid-a' '$STATUS' && status_is fresh" "1d: once the writer stops, the feed is fresh again on document A"
+ok "! grep -q 'refresh failed' '$LOG'" "1d: no refresh failure logged"
+scancel "${held_mid[@]}" "$r1" "$r2"
+survived "1d racing writer"
+
+lap
+# ======================================= 2. m2g.conf broken at reconfigure ====
+cp "$CONF" "$T/m2g.conf.good"
+{
+	sed 's/spine01/spine99/g' "$T/m2g.conf.good"
+	echo "Admission=monitor"
+	echo "DomainName=nvl09 Nodes=r09n[01-18] Size=18"
+} >"$T/m2g.conf.bad"
+bad_line=$(wc -l <"$T/m2g.conf.bad")
+ec_t=$(log_count "m2g: topology: .*m2g.conf:$bad_line: .*keeping the previous m2g.conf in force")
+ec_s=$(log_count "m2g: select: .*m2g.conf:$bad_line: .*keeping the previous m2g.conf in force")
+ec_a=$(log_count "m2g: admission: .*m2g.conf:$bad_line: .*keeping the previous m2g.conf in force")
+cp "$T/m2g.conf.bad" "$CONF"
+scontrol reconfigure
+sleep $((RELEASE + 1))
+n_t=$(($(log_count "m2g: topology: .*m2g.conf:$bad_line: .*keeping the previous m2g.conf in force") - ec_t))
+n_s=$(($(log_count "m2g: select: .*m2g.conf:$bad_line: .*keeping the previous m2g.conf in force") - ec_s))
+n_a=$(($(log_count "m2g: admission: .*m2g.conf:$bad_line: .*keeping the previous m2g.conf in force") - ec_a))
+ok "(( n_t >= 1 ))" "2: topology/m2g logs the error with file:line ($bad_line) and keeps the previous m2g.conf ($n_t lines)"
+ok "(( n_s >= 1 ))" "2: select/m2g logs it with file:line and keeps the previous m2g.conf ($n_s lines)"
+is "$n_a" 1 "2: job_submit/m2g logs it with file:line once and keeps the previous m2g.conf"
+diag "$(grep -m1 "m2g: topology: .*m2g.conf:$bad_line" "$LOG" | sed 's/^\[[^]]*\] //')"
+ok "scontrol show topology | grep -q spine01 && ! scontrol show topology | grep -q spine99" \
+	"2: the switch tree of the previous m2g.conf is still in force"
+sub s1 -N4 --exclusive --gres=gpu:4 --m2g-topology=strict:nvlink --m2g-class=inference --wrap 'sleep 30'
+wait_job_state "$s1" RUNNING 30
+ok "[[ \$(job_nodes $s1 | cut -c1-3 | sort -u | wc -l) == 1 ]]" "2: a strict:nvlink job still lands in one NVLink domain ($(job_nodelist "$s1"))"
+gpu_job a1 --hold --m2g-class=inference --wrap true
+ac=$(admin_comment "$a1")
+ok "[[ '$ac' == *admission=* && '$ac' != *'monitor would'* ]]" "2: admission still enforces (the broken file's Admission=monitor is not applied)"
+survived "2 broken m2g.conf"
+# Fixed: the good file plus the two valid changes.
+head -n $((bad_line - 1)) "$T/m2g.conf.bad" >"$CONF"
+scontrol reconfigure
+sleep $((RELEASE + 1))
+ok "scontrol show topology | grep -q spine99" "2: fixed and reconfigured: the new switch tree is in force"
+ok "[[ \$(log_count 'm2g: admission: m2g.conf reloaded: admission monitor') -ge 1 ]]" "2: job_submit/m2g logs the reload"
+gpu_job a2 --hold --m2g-class=inference --wrap true
+ok "[[ '$(admin_comment "$a2")' == *'monitor would'* ]]" "2: the new Admission=monitor applies to new jobs"
+cp "$T/m2g.conf.good" "$CONF"
+scontrol reconfigure
+sleep $((RELEASE + 1))
+scancel "$s1" "$a1" "$a2"
+survived "2 fixed m2g.conf"
+
+lap
+# ============================================ 3. slurmctld SIGKILL ====
+now=$(date +%s)
+END_DR=$((now + 3600))
+EVENTS=$(dr_event dr-crash "$END_DR") write_feed
+wait_until 10 status_is fresh
+sub run1 -N2 --exclusive --gres=gpu:4 --m2g-class=inference --wrap 'sleep 600'
+sub run2 -N1 --gres=gpu:4 --m2g-class=inference --m2g-topology=prefer --wrap 'sleep 600'
+sub pend1 -N36 --exclusive --gres=gpu:4 --m2g-class=inference --wrap true
+gpu_job def1 --m2g-class=training --wrap 'sleep 2'
+gpu_job def2 --m2g-class=batch --m2g-defer=ok --wrap 'sleep 2'
+wait_job_state "$run1" RUNNING 30
+wait_job_state "$run2" RUNNING 30
+sleep 2
+crash_jobs=("$run1" "$run2" "$pend1" "$def1" "$def2")
+# id, state, and AdminComment: all of it for running jobs, m2g's admission
+# part for pending ones (select/m2g's placement part of a pending job says
+# what it waits for, which may change).
+snapshot_jobs() {
+	local id st ac
+	for id in "${crash_jobs[@]}"; do
+		st=$(job_state "$id") ac=$(admin_comment "$id")
+		[[ $st == RUNNING ]] || ac="admission=${ac#*admission=}"
+		printf '%s %s %s\n' "$id" "$st" "$ac"
+	done
+}
+snapshot_jobs >"$T/before"
+is "$(awk '{print $2}' "$T/before" | tr '\n' ' ')/$(reason "$def1")/$(reason "$def2")" \
+	"RUNNING RUNNING PENDING PENDING PENDING /BeginTime/BeginTime" \
+	"3: before the crash: 2 running, 1 pending (36 nodes), 2 deferred by m2g"
+ok "grep -q 'admission=defer.*cause=dr-crash' <(grep '^$def1 ' '$T/before')" "3: the deferred job's AdminComment names the event"
+sleep 2  # let slurmctld save the state of the last submissions
+"$M2G_TESTBED" stop slurmctld --signal KILL --dir "$TB_DIR" >/dev/null
+ok "! scontrol ping 2>/dev/null | grep -q 'is UP'" "3: slurmctld is down after SIGKILL"
+ok "pgrep -f 'slurmstepd: \\[$run1\\.batch\\]' >/dev/null" "3: the running job's step keeps running without slurmctld"
+CTLD_PID=$("$M2G_TESTBED" start slurmctld --dir "$TB_DIR")
+diag "slurmctld restarted as PID $CTLD_PID"
+sleep 2
+snapshot_jobs >"$T/after"
+is "$(cat "$T/after")" "$(cat "$T/before")" "3: after the restart every job has the same state and m2g AdminComment"
+is "$(reason "$def1")/$(reason "$def2")" "BeginTime/BeginTime" "3: the deferred jobs are still deferred on their begin time"
+ok "[[ \$(log_count 'm2g: admission: job_submit/m2g active') == 2 ]]" "3: job_submit/m2g started again in the new slurmctld"
+sleep $((RELEASE + 1))
+is "$(job_state "$def1")/$(reason "$def1")" "PENDING/BeginTime" "3: a release pass later the deferred jobs are still deferred (the event goes on)"
+survived "3 slurmctld SIGKILL"
+scancel "$pend1" "$run1" "$run2"
+
+lap
+# ================================================= 4. slurmd SIGKILL ====
+sub n1 -N1 -w r02n05 --gres=gpu:4 --m2g-class=inference --wrap 'sleep 600'
+wait_job_state "$n1" RUNNING 30
+"$M2G_TESTBED" stop r02n05 --signal KILL --dir "$TB_DIR" >/dev/null
+node_down() { [[ $(sinfo -h -n r02n05 -o %T) == down* ]]; }
+t0=$SECONDS
+wait_until 40 node_down; rc=$?
+ok $rc "4: the node of the killed slurmd goes down ($((SECONDS - t0)) s, SlurmdTimeout=10)"
+diag "r02n05: $(sinfo -h -n r02n05 -o '%T %E')"
+not_running() { [[ $(job_state "$n1") != RUNNING ]]; }
+wait_until 20 not_running
+st=$(job_state "$n1")
+ok "[[ '$st' =~ ^(PENDING|REQUEUED|NODE_FAIL)$ ]]" "4: its job is requeued (JobRequeue=1), not lost: $st"
+sub n2 -N18 --exclusive --gres=gpu:4 --m2g-topology=strict:nvlink --m2g-class=inference --wrap 'sleep 20'
+sub n3 -N4 --gres=gpu:4 --m2g-topology=prefer --m2g-class=inference --wrap 'sleep 20'
+wait_job_state "$n2" RUNNING 30
+wait_job_state "$n3" RUNNING 30
+ok "[[ \$(job_nodelist $n2) == 'r01n[01-18]' ]]" "4: an 18-node strict:nvlink job takes the intact domain ($(job_nodelist "$n2"))"
+ok "! job_nodes $n3 | grep -qx r02n05" "4: new work avoids the down node ($(job_nodelist "$n3"))"
+survived "4 slurmd SIGKILL"
+"$M2G_TESTBED" start r02n05 --dir "$TB_DIR" >/dev/null
+ok "[[ \$(sinfo -h -n r02n05 -o %T) =~ ^(idle|mixed|allocated|completing)$ ]]" "4: restarted, the node returns ($(sinfo -h -n r02n05 -o %T))"
+scancel "$n1" "$n2" "$n3"
+
+lap
+# ================================================ 5. slurmdbd down ====
+"$M2G_TESTBED" stop slurmdbd --dir "$TB_DIR" >/dev/null
+ok "! sacct -n -j 1 >/dev/null 2>&1" "5: slurmdbd is down"
+dbd_jobs=()
+for i in 1 2 3; do
+	sub id -N1 --gres=gpu:4 --m2g-class=inference --m2g-topology=prefer --wrap 'sleep 1'
+	dbd_jobs+=("$id")
+done
+for id in "${dbd_jobs[@]}"; do wait_job_state "$id" COMPLETED 40; done
+ok "[[ \$(log_count 'slurmdbd.*(Connection refused|unable to connect|not responding)') -ge 1 || \$(log_count 'accounting_storage') -ge 1 ]]" \
+	"5: slurmctld noticed slurmdbd is gone"
+ok ctld_same "5: slurmctld runs on while slurmdbd is down"
+"$M2G_TESTBED" start slurmdbd --dir "$TB_DIR" >/dev/null
+acct_ok() {
+	local id ac
+	for id in "${dbd_jobs[@]}"; do
+		ac=$(sacct -n -X -P -j "$id" -o State,AdminComment 2>/dev/null | head -n1)
+		[[ $ac =~ ^COMPLETED\|.*m2g:\[[^\;]+\;\ admission=admit ]] || return 1
+	done
+}
+t0=$SECONDS
+ok "wait_until 60 acct_ok" "5: after slurmdbd returns, sacct has the 3 jobs COMPLETED with m2g's admission and placement segments ($((SECONDS - t0)) s)"
+diag "sacct: $(sacct -n -X -P -j "${dbd_jobs[0]}" -o JobID,State,AdminComment | head -n1)"
+survived "5 slurmdbd down"
+
+lap
+# ======================================== 6. a DR event ends early ====
+gpu_job def3 --m2g-class=finetune --wrap 'sleep 2'
+sleep 1
+is "$(reason "$def3")" BeginTime "6: a job deferred after the restart waits for the event too"
+deferred=("$def1" "$def2" "$def3")
+all_started() {
+	local id
+	for id in "${deferred[@]}"; do [[ $(job_state "$id") =~ ^(RUNNING|COMPLETING|COMPLETED)$ ]] || return 1; done
+}
+t0=$SECONDS t_end=$(date +%s)
+EVENTS=$(dr_event dr-crash "$t_end") write_feed
+wait_until 30 all_started; rc=$?
+ok $rc "6: with the event's end moved to now, the 3 deferred jobs start ($((SECONDS - t0)) s)"
+rel=$(admin_comment "$def1" | sed -n 's/.*released at \([^ ]*\):.*/\1/p')
+took=$(($(date -u -d "${rel:-1970-01-01T00:00:00Z}" +%s) - t_end))
+ok "(( took >= 0 && took <= RELEASE + POLL + 1 ))" \
+	"6: released within ReleaseCheckSec + SignalsPollSec (+1 s): after ${took} s, not at the event's old end $(utc "$END_DR")"
+# slurmdbd stores AdminComment when a job ends (job_comp), so wait for that.
+bad=""
+for id in "${deferred[@]}"; do
+	wait_job_state "$id" COMPLETED 30
+	ac=$(sacct_field "$id" AdminComment 30)
+	[[ $ac == *'released at '* ]] || bad+=" $id=[$ac]"
+done
+is "${bad:-none}" none "6: each says in AdminComment that it was released, and when"
+diag "AdminComment: $(admin_comment "$def1")"
+ok "[[ \$(log_count 'm2g: admission: JobId=($def1|$def2|$def3) released') == 3 ]]" "6: slurmctld.log has one release line per job"
+survived "6 DR event ended early"
+
+lap
+diag "faults.sh ran $((SECONDS - t_start)) s"
+done_testing
