@@ -48,7 +48,7 @@ if ((${#debs[@]} == 0)); then
 	mapfile -t built < <("$SRC/contrib/m2g-deb" --out "$T/deb" 2>"$T/m2g-deb.err") || rc=$?
 	ok "$rc" "contrib/m2g-deb builds the packages"
 	((rc == 0)) || sed 's/^/#   /' "$T/m2g-deb.err"
-	diag "dpkg-buildpackage: $((SECONDS - t0)) s"
+	diag "contrib/m2g-deb: $((SECONDS - t0)) s; $(grep -o 'built .*' "$T/m2g-deb.err" || echo 'no timing line')"
 	for p in "${PKGS[@]}"; do
 		for f in "${built[@]}"; do [[ ${f##*/} == "${p}_${VERSION}_"*.deb ]] && debs+=("$f"); done
 	done
