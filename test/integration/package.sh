@@ -105,7 +105,8 @@ ok "/usr/bin/m2g topology validate $EX/m2g.conf.example" "the installed m2g vali
 tb_up --racks 1 --no-dbd --plugin-dir "$M2G_DIR:$STOCK_DIR"
 LOG=$TB_DIR/log/slurmctld.log
 CTLD_PID=$(cat "$TB_DIR/pids/slurmctld.pid")
-ok "scontrol show config | grep -Eq '^PluginDir += $M2G_DIR:$STOCK_DIR\$'" "slurmctld runs with PluginDir=$M2G_DIR:$STOCK_DIR"
+plugindir=$(scontrol show config | sed -n 's/^PluginDir *= *//p' | sed 's/ *$//')
+is "$plugindir" "$M2G_DIR:$STOCK_DIR" "slurmctld runs with PluginDir=<m2g dir>:<Slurm's dir>"
 ok "grep -q 'm2g: select: select/m2g active, wrapping $STOCK_DIR/select_cons_tres.so' '$LOG'" \
 	"slurmctld.log: select/m2g active, wrapping the stock cons_tres"
 ok "grep -q 'm2g: admission: job_submit/m2g active' '$LOG'" "slurmctld.log: job_submit/m2g active"
