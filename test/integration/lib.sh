@@ -22,7 +22,9 @@
 #                                state, if slurmctld says it has ended)
 #
 # After tb_up: TB_DIR, TB_BASE, and SLURM_CONF/M2G_CONF exported.
-# TB_TMP is a scratch directory removed at exit.
+# TB_TMP is a scratch directory removed at exit. TB_CLEANUP_PIDS: PIDs of
+# helper processes to stop at exit; TB_CLEANUP_FUNCS: names of functions the
+# EXIT trap calls after the testbed is down (to undo changes to the machine).
 # Environment: M2G_TESTBED (path of m2g-testbed), TB_KEEP=1 keeps the testbed
 # directory even when every test passed (it is always kept on failure).
 # The script exits 1 if any test failed, the plan was not met or the script
@@ -102,6 +104,7 @@ skip() {
 # see the script's exit status).
 TB_TMP=$(mktemp -d)
 TB_CLEANUP_PIDS=()  # tests append PIDs of helper processes to stop at exit
+TB_CLEANUP_FUNCS=() # and names of functions to call once the testbed is down
 
 # The EXIT trap: stop the testbed, settle the plan, choose the exit status.
 _tb_on_exit() {
@@ -115,6 +118,8 @@ _tb_on_exit() {
 		_tap_result 1 "script exited early with status $rc${_TB_ERR_LINE:+ (line $_TB_ERR_LINE)}"
 	fi
 	tb_down
+	local fn
+	for fn in "${TB_CLEANUP_FUNCS[@]}"; do "$fn"; done
 	if [[ -n $_TAP_PLAN ]]; then
 		if ((_TAP_N != _TAP_PLAN)); then
 			diag "planned $_TAP_PLAN tests but ran $_TAP_N"
