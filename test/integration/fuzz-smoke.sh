@@ -28,7 +28,7 @@ diag "contrib/m2g-fuzz --smoke: exit $rc in $(($(date +%s) - start)) s"
 if ((rc == 2)); then
 	while IFS= read -r l; do diag "  $l"; done <"$TB_TMP/err"
 fi
-grep '^m2g-fuzz: built' "$TB_TMP/out" | while IFS= read -r l; do diag "$l"; done
+grep '^m2g-fuzz: built' "$TB_TMP/out" | while IFS= read -r l; do diag "$l"; done || true
 for t in "${TARGETS[@]}"; do
 	line=$(grep -E "^m2g-fuzz: $t +" "$TB_TMP/out" || true)
 	[[ -n $line ]] && diag "${line#m2g-fuzz: }"
