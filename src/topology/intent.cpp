@@ -395,14 +395,24 @@ JobIntent decode_intent(const std::vector<std::string>& env)
                 throw ParseError(what + ": expected ok, no or until=EPOCH");
             }
         } else if (key == kw::kEnvTags) {
+            // Like every other key, a later M2G_TAGS (e.g. SLURM_SPANK_M2G_TAGS
+            // after M2G_TAGS) replaces the earlier one, and one value holds
+            // what encode_intent writes: unique keys, at most kMaxTags.
+            std::vector<Tag> tags;
             std::istringstream ss(v);
             for (std::string item; std::getline(ss, item, ',');) {
                 const auto sep = item.find('=');
                 if (sep == std::string::npos)
                     throw ParseError(what + ": expected KEY=VALUE[,KEY=VALUE...]");
-                check_tag(item.substr(0, sep), item.substr(sep + 1), what);
-                i.tags.emplace_back(item.substr(0, sep), item.substr(sep + 1));
+                Tag t(item.substr(0, sep), item.substr(sep + 1));
+                check_tag(t.first, t.second, what);
+                if (std::any_of(tags.begin(), tags.end(), [&](const Tag& o) { return o.first == t.first; }))
+                    throw ParseError(what + ": tag key '" + t.first + "' given twice; each key once");
+                if (tags.size() >= kMaxTags)
+                    throw ParseError(what + ": more than " + std::to_string(kMaxTags) + " tags");
+                tags.push_back(std::move(t));
             }
+            i.tags = std::move(tags);
         } else if (key == kw::kEnvExplain) {
             i.explain = v == "1";
         } else if (key == kw::kEnvModel) {

@@ -384,7 +384,8 @@ std::vector<std::string> pod_m2g_options(const std::map<std::string, std::string
         {kw::kK8sPodRecipe, kw::kOptRecipe},     {kw::kK8sPodTags, kw::kOptTag},
     };
     const std::string prefix = kw::kK8sPodAnnotationPrefix;
-    for (const auto& [k, value] : annotations)
+    for (const auto& entry : annotations) {
+        const std::string& k = entry.first;  // a lambda may not capture a structured binding in C++17
         if (k.compare(0, prefix.size(), prefix) == 0 &&
             std::none_of(keys.begin(), keys.end(), [&](const auto& p) { return k == p.first; })) {
             std::string accepted;
@@ -392,6 +393,7 @@ std::vector<std::string> pod_m2g_options(const std::map<std::string, std::string
                 accepted += (accepted.empty() ? "" : ", ") + std::string(p.first);
             throw ParseError("pod annotation " + k + ": unknown; accepted: " + accepted);
         }
+    }
     std::vector<std::string> out;
     JobIntent check;
     for (const auto& [key, opt] : keys) {

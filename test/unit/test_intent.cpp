@@ -180,6 +180,30 @@ TEST(Encoding, MalformedValuesNameTheKey)
     EXPECT_THROW(decode_intent({"M2G_SEGMENT=-1"}), ParseError);
 }
 
+// Found by fuzz_options (test/fuzz): decode_intent appended the tags of
+// every M2G_TAGS entry, so two entries (M2G_TAGS and SLURM_SPANK_M2G_TAGS
+// in a step's environment) or one value naming a key twice gave a JobIntent
+// with a tag key twice, which apply_option never builds (and with more
+// tags than its limit of 32).
+TEST(Encoding, TagsDecodeToUniqueKeys)
+{
+    const JobIntent i = decode_intent({"M2G_TAGS=tenant=acme,project=x", "SLURM_SPANK_M2G_TAGS=tenant=acme,project=y"});
+    EXPECT_EQ(i.tags, (std::vector<Tag>{{"tenant", "acme"}, {"project", "y"}}));  // the later entry, as other keys
+    try {
+        decode_intent({"M2G_TAGS=tenant=acme,tenant=globex"});
+        FAIL();
+    } catch (const ParseError& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "spank_job_env M2G_TAGS=tenant=acme,tenant=globex: tag key 'tenant' given twice; each key once");
+    }
+    std::string many;
+    for (int n = 0; n < 33; ++n)
+        many += (n ? ",k" : "k") + std::to_string(n) + "=v";
+    EXPECT_THROW(decode_intent({"M2G_TAGS=" + many}), ParseError);
+    many = many.substr(0, many.rfind(','));  // 32 tags: the limit
+    EXPECT_EQ(decode_intent({"M2G_TAGS=" + many}).tags.size(), 32u);
+}
+
 TEST(Precedence, CommandLineOverEnvironmentOverRecipe)
 {
     JobIntent cli = parse({{"m2g-class", "batch"}, {"m2g-tag", "tenant=acme"}});
