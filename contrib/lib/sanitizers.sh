@@ -8,9 +8,9 @@
 # run unless its runtime comes first in the link order, so those programs
 # need LD_PRELOAD of the libasan (and libubsan) the plugins were linked with.
 #
-#   m2g_sanitizer_preload SO...   print "LIBASAN:LIBUBSAN" (the runtimes the
-#                                 first sanitizer-built SO needs, resolved by
-#                                 ldd) and succeed; fail when no SO is one
+#   m2g_sanitizer_preload SO...   print "LIBASAN:LIBUBSAN" (the compiler's
+#                                 runtimes, $CXX or g++) and succeed when an SO
+#                                 is ASan-built; fail when none is
 #   m2g_sanitizer_options DIR     print ASAN_OPTIONS and UBSAN_OPTIONS lines
 #                                 (shell-quoted exports) logging to DIR
 #   m2g_sanitizer_reports DIR...  print the report files under each DIR
@@ -35,12 +35,14 @@ m2g_sanitizer_preload() {
 	local so asan ubsan
 	for so in "$@"; do
 		[[ -e $so ]] || continue
-		# NEEDED entries, not ldd: ldd would also list what LD_PRELOAD adds.
-		readelf -d "$so" 2>/dev/null | grep -q 'NEEDED.*\[libasan\.so' || continue
-		asan=$(env -u LD_PRELOAD ldd "$so" | awk '$1 ~ /^libasan\.so/ { print $3; exit }')
-		ubsan=$(env -u LD_PRELOAD ldd "$so" | awk '$1 ~ /^libubsan\.so/ { print $3; exit }')
+		# libtool links C++ shared libraries with -nostdlib, so an ASan-built
+		# plugin has no NEEDED libasan, only undefined __asan_* symbols
+		# (which is why the Slurm program must preload the runtime).
+		nm -D --undefined-only "$so" 2>/dev/null | grep -qw __asan_init || continue
+		asan=$(readlink -f "$(${CXX:-g++} -print-file-name=libasan.so)")
+		ubsan=$(readlink -f "$(${CXX:-g++} -print-file-name=libubsan.so)")
 		if [[ ! -e $asan ]]; then
-			echo "m2g: $so is built with ASan but ldd finds no libasan for it; install the compiler's libasan" >&2
+			echo "m2g: $so is built with ASan but ${CXX:-g++} -print-file-name finds no libasan.so; install the compiler's libasan" >&2
 			return 1
 		fi
 		echo "$asan${ubsan:+:$ubsan}"
