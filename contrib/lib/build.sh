@@ -1,10 +1,13 @@
 # Sourced by contrib/m2g-demo and contrib/m2g-check: install what is
 # missing, then configure and build m2g out of tree in $M2G_BUILDDIR
 # (default <repo>/build). Defines m2g_build; exits through `die` on error.
+# M2G_CONFIGURE_EXTRA: more configure arguments (m2g-check --sanitizers:
+# --enable-sanitizers), added to those of an already configured directory.
 
 M2G_TOP=${M2G_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 M2G_BUILDDIR=${M2G_BUILDDIR:-$M2G_TOP/build}
 export M2G_BUILDDIR
+M2G_CONFIGURE_EXTRA=${M2G_CONFIGURE_EXTRA:-}
 # ../shared/data beside the repository (CI lays it at the same place).
 M2G_DATA=${M2G_DATA:-$(cd "$M2G_TOP/.." && pwd)/shared/data}
 export M2G_DATA
@@ -20,8 +23,20 @@ m2g_build() {
     fi
     mkdir -p "$M2G_BUILDDIR"
     cd "$M2G_BUILDDIR" || return 1
-    if [ ! -f Makefile ] || [ "$M2G_TOP/configure" -nt config.status ]; then
-      "$M2G_TOP/configure" --with-slurm-source="$slurm_src" --enable-werror
+    # A configured directory keeps its options (m2g-demo run from a test in
+    # build-asan/ must not drop --enable-sanitizers); M2G_CONFIGURE_EXTRA's
+    # are added to them.
+    local reconf=no arg
+    if [ -f config.status ]; then
+      eval "set -- $(./config.status --config)"
+    else
+      set -- --with-slurm-source="$slurm_src" --enable-werror
+    fi
+    for arg in $M2G_CONFIGURE_EXTRA; do
+      case " $* " in *" $arg "*) ;; *) set -- "$@" "$arg"; reconf=yes ;; esac
+    done
+    if [ ! -f Makefile ] || [ "$M2G_TOP/configure" -nt config.status ] || [ $reconf = yes ]; then
+      "$M2G_TOP/configure" "$@"
     fi
     make -j2
   } >"$log" 2>&1

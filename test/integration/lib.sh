@@ -27,6 +27,12 @@
 # EXIT trap calls after the testbed is down (to undo changes to the machine).
 # Environment: M2G_TESTBED (path of m2g-testbed), TB_KEEP=1 keeps the testbed
 # directory even when every test passed (it is always kept on failure).
+# Sanitizer builds (configure --enable-sanitizers; found by the plugins'
+# NEEDED libasan, M2G_SANITIZE=0 turns it off): M2G_SANITIZE=1 and LD_PRELOAD
+# of libasan/libubsan are exported for everything the test runs (Slurm's
+# clients load the plugins; contrib/lib/sanitizers.sh says why), reports go
+# to $M2G_BUILDDIR/sanitizer-logs/<test>.<pid>/ and, once a testbed is up, to
+# its log/ directory; the script fails when any report file appears there.
 # The script exits 1 if any test failed, the plan was not met or the script
 # died early; the TAP plan/summary is printed by the EXIT trap.
 
@@ -106,6 +112,39 @@ TB_TMP=$(mktemp -d)
 TB_CLEANUP_PIDS=()  # tests append PIDs of helper processes to stop at exit
 TB_CLEANUP_FUNCS=() # and names of functions to call once the testbed is down
 
+# ------------------------------------------------------------ sanitizers --
+
+# shellcheck source=contrib/lib/sanitizers.sh
+. "$TB_LIB_DIR/../../contrib/lib/sanitizers.sh"
+TB_SAN_DIR=""
+if [[ ${M2G_SANITIZE:-} != 0 ]] &&
+	_tb_preload=$(m2g_sanitizer_preload "${M2G_BUILDDIR:-$TB_LIB_DIR/../..}"/src/plugins/*/.libs/*.so); then
+	TB_SAN_DIR=${M2G_BUILDDIR:-$TB_LIB_DIR/../..}/sanitizer-logs/$(basename "$0" .sh).$$
+	mkdir -p "$TB_SAN_DIR"
+	export M2G_SANITIZE=1 LD_PRELOAD=$_tb_preload
+	eval "$(m2g_sanitizer_options "$TB_SAN_DIR")"
+fi
+unset _tb_preload
+
+# _tb_sanitizer_reports: show every ASan/UBSan report this test caused (its
+# own directory, the testbed's log/); fail when there is one.
+_tb_sanitizer_reports() {
+	[[ -n $TB_SAN_DIR ]] || return 0
+	local -a reports
+	mapfile -t reports < <(m2g_sanitizer_reports "$TB_SAN_DIR" ${TB_DIR:+"$TB_DIR/log"})
+	if ((${#reports[@]} == 0)); then
+		rmdir -- "$TB_SAN_DIR" 2>/dev/null
+		return 0
+	fi
+	local f
+	for f in "${reports[@]}"; do
+		diag "sanitizer report $f:"
+		head -n 60 -- "$f" | sed 's/^/#   /'
+	done
+	diag "${#reports[@]} ASan/UBSan report(s): failing"
+	return 1
+}
+
 # The EXIT trap: stop the testbed, settle the plan, choose the exit status.
 _tb_on_exit() {
 	local rc=$?
@@ -120,6 +159,8 @@ _tb_on_exit() {
 	tb_down
 	local fn
 	for fn in "${TB_CLEANUP_FUNCS[@]}"; do "$fn"; done
+	# After tb_down: daemons write their reports as they stop.
+	_tb_sanitizer_reports || rc=1
 	if [[ -n $_TAP_PLAN ]]; then
 		if ((_TAP_N != _TAP_PLAN)); then
 			diag "planned $_TAP_PLAN tests but ran $_TAP_N"
