@@ -31,22 +31,26 @@ int64_t parse_slurm_time(std::string_view text, const std::string& what)
     if (s.empty() || s.size() > 16 ||
         !std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == ':' || c == '-'; }))
         throw bad();
+    // Every field is 1 to 9 digits (so the conversion cannot fail or overflow).
+    auto number = [&](const std::string& field) {
+        if (field.empty() || field.size() > 9 ||
+            !std::all_of(field.begin(), field.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+            throw bad();
+        return std::stoll(field);
+    };
     long long days = 0;
     std::string rest = s;
     const auto dash = s.find('-');
     if (dash != std::string::npos) {
         if (dash == 0 || s.find('-', dash + 1) != std::string::npos)
             throw bad();
-        days = std::stoll(s.substr(0, dash));
+        days = number(s.substr(0, dash));
         rest = s.substr(dash + 1);
     }
     std::vector<long long> parts;
     std::istringstream ss(rest);
-    for (std::string p; std::getline(ss, p, ':');) {
-        if (p.empty())
-            throw bad();
-        parts.push_back(std::stoll(p));
-    }
+    for (std::string p; std::getline(ss, p, ':');)
+        parts.push_back(number(p));
     if (parts.empty() || parts.size() > 3 || rest.back() == ':')
         throw bad();
     long long secs = 0;

@@ -115,7 +115,10 @@ ok "scontrol show config | grep -Eq '^TopologyPlugin += topology/m2g\$' && scont
 for so in "$M2G_DIR/select_cons_tres.so" "$STOCK_DIR/topology_m2g.so" "$STOCK_DIR/job_submit_m2g.so"; do
 	ok "grep -Fq ' $so' /proc/$CTLD_PID/maps" "slurmctld mapped the installed ${so##*/} ($so)"
 done
-ok "grep -q '^required $STOCK_DIR/spank_m2g.so ' '$TB_DIR/etc/plugstack.conf' && sbatch --help | grep -q -- '--m2g-class'" \
+# (sbatch's help captured first: `sbatch --help | grep -q` can fail under
+# pipefail when grep exits before sbatch has written everything.)
+sbatch_help=$(sbatch --help 2>&1 || true)
+ok "grep -q '^required $STOCK_DIR/spank_m2g.so ' '$TB_DIR/etc/plugstack.conf' && grep -q -- '--m2g-class' <<<\"\$sbatch_help\"" \
 	"sbatch loads the installed spank_m2g.so (--m2g-class in its help)"
 
 j=$(sbatch --parsable -N2 --gres=gpu:4 --m2g-class=training --wrap 'sleep 4')

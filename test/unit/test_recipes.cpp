@@ -80,6 +80,11 @@ TEST(Recipes, SlurmTimeFormats)
     EXPECT_EQ(format_slurm_time(3600), "01:00:00");
     for (const char* bad : {"", "1:2:3:4", "-1", "1-", "a", "0", "400-00", "1::2"})
         EXPECT_THROW(parse_slurm_time(bad, "t"), ParseError) << bad;
+    // Found by contrib/m2g-fuzz (fuzz_recipes, Runtime=:-00): a field that is
+    // not a number escaped as std::invalid_argument from std::stoll.
+    for (const char* bad : {":-00", "1:-2", "::-1", "9999999999-00", "1:99999999999"})
+        EXPECT_THROW(parse_slurm_time(bad, "t"), ParseError) << bad;
+    EXPECT_EQ(error_of("RecipeName=a Gpus=8 Runtime=:-00\n").rfind("m2g-recipes.conf:1: ", 0), 0u);
 }
 
 TEST(RecipeErrors, NameFileLineAndWhatIsAccepted)
