@@ -68,7 +68,11 @@ std::string read_all_fd(int fd)
     return out;
 }
 
-void run_isolated(CMUnitTestFunction body)
+// Runs `body` in a child process; true when it passed, else its report is
+// printed as TAP diagnostics. Every object here is destroyed on return, so
+// the caller's fail() (a longjmp) leaks nothing into later cases' children,
+// whose leak check at exit would otherwise report it.
+bool run_case(CMUnitTestFunction body)
 {
     const char* tmp = std::getenv("TMPDIR");
     std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/m2g-spank-test.XXXXXX";
@@ -104,7 +108,7 @@ void run_isolated(CMUnitTestFunction body)
     }
     ::nftw(templ.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        return;
+        return true;
     // The child's report as TAP diagnostics: "# " lines on stdout (CMocka
     // 1.1.5 sends fail_msg() text to stderr, which the TAP driver only
     // copies to the log), then fail the case.
@@ -115,7 +119,13 @@ void run_isolated(CMUnitTestFunction body)
     for (std::string line; std::getline(lines, line);)
         std::printf("#   %s\n", line.c_str());
     std::fflush(stdout);
-    fail();
+    return false;
+}
+
+void run_isolated(CMUnitTestFunction body)
+{
+    if (!run_case(body))
+        fail();
 }
 
 template <void (*Body)(void**)>
@@ -147,14 +157,21 @@ void isolated(void**)
     } while (0)
 
 // `got` (an optional string) holds `want`, or is empty when want is nullptr.
+// `want` copied at once: a caller's `(a + b).c_str()` dies with the full
+// expression (ASan found one such use after free).
+std::optional<std::string> opt_of(const char* s)
+{
+    return s ? std::optional<std::string>(s) : std::nullopt;
+}
+
 #define EXPECT_OPT(got, want)                                                          \
     do {                                                                               \
         const std::optional<std::string> got_ = (got);                                 \
-        const char* want_ = (want);                                                    \
-        if (want_ ? !got_ || *got_ != want_ : got_.has_value())                        \
+        const std::optional<std::string> want_ = opt_of(want);                         \
+        if (want_ ? !got_ || *got_ != *want_ : got_.has_value())                       \
             FAIL_WITH("%s is %s%s%s, expected %s%s%s", #got, got_ ? "'" : "",          \
                       got_ ? got_->c_str() : "absent", got_ ? "'" : "", want_ ? "'" : "", \
-                      want_ ? want_ : "absent", want_ ? "'" : "");                     \
+                      want_ ? want_->c_str() : "absent", want_ ? "'" : "");            \
     } while (0)
 
 #define EXPECT_STR(got, want)                                                          \

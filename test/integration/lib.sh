@@ -125,6 +125,18 @@ if [[ ${M2G_SANITIZE:-} != 0 ]] &&
 	eval "$(m2g_sanitizer_options "$TB_SAN_DIR")"
 fi
 unset _tb_preload
+# Time limits of the wait helpers below are multiplied by TB_TIMEOUT_SCALE:
+# M2G_TIMEOUT_SCALE, else 4 in a sanitizer build (every slurmstepd then runs
+# with libasan preloaded: an `srun true` over 18 nodes took 68 s on 2 cores),
+# else 1.
+TB_TIMEOUT_SCALE=${M2G_TIMEOUT_SCALE:-$([[ -n $TB_SAN_DIR ]] && echo 4 || echo 1)}
+export M2G_TESTBED_TIMEOUT=${M2G_TESTBED_TIMEOUT:-$((120 * TB_TIMEOUT_SCALE))}
+
+# tb_unsanitized CMD...: run CMD without the sanitizer preload and options,
+# for programs that load no m2g code and are no business of this test's
+# sanitizer check (groff's troff has its own alloc-dealloc mismatch) or that
+# carry their own, incompatible runtime (the clang-built fuzzers).
+tb_unsanitized() { env -u LD_PRELOAD -u ASAN_OPTIONS -u UBSAN_OPTIONS "$@"; }
 
 # _tb_sanitizer_reports: show every ASan/UBSan report this test caused (its
 # own directory, the testbed's log/); fail when there is one.
@@ -237,7 +249,7 @@ job_state() {
 }
 
 wait_job_state() {
-	local id=$1 want=$2 timeout=${3:-60} st=""
+	local id=$1 want=$2 timeout=$((${3:-60} * TB_TIMEOUT_SCALE)) st=""
 	local deadline=$((SECONDS + timeout))
 	while ((SECONDS <= deadline)); do
 		st=$(job_state "$id")
@@ -267,7 +279,7 @@ job_nodes() {
 }
 
 sacct_field() {
-	local id=$1 field=$2 timeout=${3:-30} line ctld
+	local id=$1 field=$2 timeout=$((${3:-30} * TB_TIMEOUT_SCALE)) line ctld
 	local deadline=$((SECONDS + timeout))
 	while ((SECONDS <= deadline)); do
 		line=$(sacct -n -X -P -j "$id" -o "State,$field" 2>/dev/null | head -n1)

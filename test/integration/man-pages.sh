@@ -13,7 +13,7 @@ M2G=$BUILD/src/cli/m2g
 T=$TB_TMP
 
 # render PAGE: the page as plain text, as man shows it (no hyphenation, wide).
-render() { groff -man -Tutf8 -rHY=0 -rLL=200n "$SRC/doc/$1" 2>/dev/null | col -bx; }
+render() { tb_unsanitized groff -man -Tutf8 -rHY=0 -rLL=200n "$SRC/doc/$1" 2>/dev/null | col -bx; }
 # missing PAGE WORD...: the words the rendered page lacks.
 missing() {
 	local page=$1 text w out=""
@@ -29,7 +29,7 @@ subs() { sed -n '/^Subcommands:/,$p' | sed -n 's/^  \([a-z][a-z-]*\) .*/\1/p'; }
 
 for page in man1/m2g.1 man1/m2g-exporter.1 man5/m2g.conf.5 man5/m2g-recipes.conf.5 \
 	man8/m2g-slinky.8 man8/topology_m2g.8 man8/spank_m2g.8 man8/select_m2g.8 man8/job_submit_m2g.8; do
-	warn=$(groff -man -ww -z "$SRC/doc/$page" 2>&1 | head -3)
+	warn=$(tb_unsanitized groff -man -ww -z "$SRC/doc/$page" 2>&1 | head -3)
 	is "$warn" "" "$page renders without groff warnings"
 done
 
