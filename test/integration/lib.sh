@@ -137,6 +137,16 @@ export M2G_TESTBED_TIMEOUT=${M2G_TESTBED_TIMEOUT:-$((120 * TB_TIMEOUT_SCALE))}
 # sanitizer check (groff's troff has its own alloc-dealloc mismatch) or that
 # carry their own, incompatible runtime (the clang-built fuzzers).
 tb_unsanitized() { env -u LD_PRELOAD -u ASAN_OPTIONS -u UBSAN_OPTIONS "$@"; }
+# With libasan preloaded, curl and pgrep (first full sanitizer run) hung for
+# ever at start, in a futex: glibc's _nl_state_lock in textdomain(), before
+# any m2g code could run. The tools the tests use that load no m2g code run
+# without it.
+if [[ -n $TB_SAN_DIR ]]; then
+	curl() { tb_unsanitized curl "$@"; }
+	pgrep() { tb_unsanitized pgrep "$@"; }
+	pkill() { tb_unsanitized pkill "$@"; }
+	ps() { tb_unsanitized ps "$@"; }
+fi
 
 # _tb_sanitizer_reports: show every ASan/UBSan report this test caused (its
 # own directory, the testbed's log/); fail when there is one.
