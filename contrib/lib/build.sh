@@ -36,7 +36,10 @@ m2g_build() {
       case " $* " in *" $arg "*) ;; *) set -- "$@" "$arg"; reconf=yes ;; esac
     done
     if [ ! -f Makefile ] || [ "$M2G_TOP/configure" -nt config.status ] || [ $reconf = yes ]; then
-      "$M2G_TOP/configure" "$@"
+      "$M2G_TOP/configure" "$@" || return 1
+      # New options (another compiler, sanitizers) change every object,
+      # and make only compares timestamps: start from clean.
+      [ $reconf = no ] || make clean
     fi
     make -j2
   } >"$log" 2>&1

@@ -196,11 +196,10 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
 
     // One pass over the nodes: usable healthy nodes per group.
     std::fill(free_.begin(), free_.end(), 0);
-    int degraded = 0, offered = 0;
+    int degraded = 0;
     for (size_t n = 0; n < usable.size() && n < node_group_.size(); ++n) {
         if (!usable[n])
             continue;
-        ++offered;
         if (!state.node_degraded.empty() && state.node_degraded[n]) {
             ++degraded;
             continue;

@@ -177,7 +177,17 @@ spank_err_t spank_get_item(spank_t sp, spank_item_t item, ...)
         return ESPANK_BAD_ARG;
     }
     va_list ap;
+    // The prototype is Slurm's (C, where an enum before `...` is fine); in
+    // C++ clang calls va_start after an enum parameter undefined, because
+    // an enum is promoted. The x86-64 and aarch64 ABIs pass both as int.
+#ifdef __clang__
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wvarargs"
+#endif
     va_start(ap, item);
+#ifdef __clang__
+#pragma clang diagnostic pop
+#endif
     spank_err_t rc = fake::kSuccess;
     if (item == S_JOB_ID) {
         uint32_t* out = va_arg(ap, uint32_t*);
