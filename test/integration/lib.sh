@@ -28,8 +28,9 @@
 # Environment: M2G_TESTBED (path of m2g-testbed), TB_KEEP=1 keeps the testbed
 # directory even when every test passed (it is always kept on failure).
 # Sanitizer builds (configure --enable-sanitizers; found by the plugins'
-# NEEDED libasan, M2G_SANITIZE=0 turns it off): M2G_SANITIZE=1 and LD_PRELOAD
-# of libasan/libubsan are exported for everything the test runs (Slurm's
+# undefined __asan_init, M2G_SANITIZE=0 turns it off): M2G_SANITIZE=1 and
+# LD_PRELOAD of the plugins' ASan runtime (clang's libclang_rt.asan, or GCC's
+# libasan and libubsan) are exported for everything the test runs (Slurm's
 # clients load the plugins; contrib/lib/sanitizers.sh says why), reports go
 # to $M2G_BUILDDIR/sanitizer-logs/<test>.<pid>/ and, once a testbed is up, to
 # its log/ directory; the script fails when any report file appears there.
@@ -137,7 +138,7 @@ export M2G_TESTBED_TIMEOUT=${M2G_TESTBED_TIMEOUT:-$((120 * TB_TIMEOUT_SCALE))}
 # sanitizer check (groff's troff has its own alloc-dealloc mismatch) or that
 # carry their own, incompatible runtime (the clang-built fuzzers).
 tb_unsanitized() { env -u LD_PRELOAD -u ASAN_OPTIONS -u UBSAN_OPTIONS "$@"; }
-# With libasan preloaded, curl and pgrep (first full sanitizer run) hung for
+# With GCC 12's libasan preloaded, curl and pgrep (first full sanitizer run) hung for
 # ever at start, in a futex: glibc's _nl_state_lock in textdomain(), before
 # any m2g code could run. The tools the tests use that load no m2g code run
 # without it.
