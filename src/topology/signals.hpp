@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "topology/admission_policy.hpp"  // FailSafe
+#include "topology/log.hpp"
 #include "topology/model.hpp"
 #include "topology/placement.hpp"  // ClusterState
 
@@ -124,9 +125,6 @@ struct SignalsView {
     int64_t age_s = -1;      // now - generated_at of snap, -1 without one
     std::string detail;      // one line: "fresh: generated ... (12 s ago) by ...", "corrupt since ...: <error>; using ..."
 };
-
-enum class LogLevel { Info, Warning, Error };
-using Logger = std::function<void(LogLevel, const std::string&)>;
 
 class SignalFeed {
   public:

@@ -7,10 +7,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <exception>
 #include <memory>
+#include <utility>
 
 #include "topology/config.hpp"  // read_text_file
 #include "topology/error.hpp"
@@ -342,6 +346,66 @@ std::string stats_path(const std::string& dir, const char* plugin)
 {
     const char* file = std::strcmp(plugin, kw::kPluginSelect) == 0 ? kw::kStatsSelectFile : kw::kStatsAdmissionFile;
     return dir + (dir.empty() || dir.back() == '/' ? "" : "/") + file;
+}
+
+// ---- StatsWriter -------------------------------------------------------------
+
+StatsWriter::StatsWriter(const Counters& counters, const char* plugin, std::string owner, Logger log)
+    : counters_(counters), plugin_(plugin), owner_(std::move(owner)), log_(std::move(log))
+{
+}
+
+StatsWriter::~StatsWriter()
+{
+    stop();
+}
+
+void StatsWriter::start(const std::string& dir)
+{
+    stop();
+    if (dir.empty())
+        return;
+    path_ = stats_path(dir, plugin_);
+    stop_ = false;
+    thread_ = std::thread([this] {
+        std::unique_lock<std::mutex> lk(mu_);
+        for (;;) {
+            cv_.wait_for(lk, std::chrono::seconds(kw::kStatsPublishSec), [this] { return stop_; });
+            const bool last = stop_;
+            lk.unlock();
+            write();
+            lk.lock();
+            if (last)
+                return;
+        }
+    });
+}
+
+void StatsWriter::stop()
+{
+    if (!thread_.joinable())
+        return;
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+}
+
+void StatsWriter::write()
+{
+    try {
+        write_stats_file(path_, counters_.snapshot(time(nullptr)));
+        if (failed_ && log_)
+            log_(LogLevel::Info, "counters written to " + path_ + " again");
+        failed_ = false;
+    } catch (const std::exception& e) {
+        if (!failed_ && log_)
+            log_(LogLevel::Error,
+                 std::string(e.what()) + "; m2g-exporter will not see " + owner_ + "'s counters until this is fixed");
+        failed_ = true;
+    }
 }
 
 }  // namespace m2g

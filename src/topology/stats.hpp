@@ -21,11 +21,15 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "topology/log.hpp"
 #include "topology/model.hpp"
 
 namespace m2g {
@@ -118,5 +122,40 @@ StatsSnapshot read_stats_file(const std::string& path);
 
 // <dir>/select.json, <dir>/admission.json.
 std::string stats_path(const std::string& dir, const char* plugin);
+
+// Publishes one plugin's Counters to StatsDir= every kw::kStatsPublishSec
+// from a thread of its own, so the file I/O never runs under slurmctld's
+// scheduling locks. A failed write is logged once per failure streak
+// ("<error>; m2g-exporter will not see <owner>'s counters until this is
+// fixed"), the first good write after it at Info.
+class StatsWriter {
+  public:
+    // `counters` must outlive the writer; `plugin` is kw::kPluginSelect or
+    // kw::kPluginAdmission; `owner` names the plugin in messages ("select/m2g").
+    StatsWriter(const Counters& counters, const char* plugin, std::string owner, Logger log);
+    ~StatsWriter();  // stop()
+    StatsWriter(const StatsWriter&) = delete;
+    StatsWriter& operator=(const StatsWriter&) = delete;
+
+    // (Re)start publishing into `dir` (after stop()); "" only stops.
+    void start(const std::string& dir);
+    // Stop the thread after one last write (the final counts). No-op when
+    // not running.
+    void stop();
+
+  private:
+    void write();
+
+    const Counters& counters_;
+    const char* plugin_;
+    const std::string owner_;
+    Logger log_;
+    std::thread thread_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool stop_ = false;
+    bool failed_ = false;  // writer thread only
+    std::string path_;
+};
 
 }  // namespace m2g

@@ -297,6 +297,34 @@ TEST(Stats, WriteErrorsNameTheFile)
     EXPECT_THROW(read_stats_file("/nonexistent-m2g-dir/select.json"), Error);
 }
 
+TEST(Stats, WriterPublishesTheLastCountsWhenStopped)
+{
+    TempDir dir;
+    Counters c(kw::kPluginSelect, kNow);
+    std::vector<std::string> logs;
+    StatsWriter w(c, kw::kPluginSelect, "select/m2g", [&](LogLevel, const std::string& m) { logs.push_back(m); });
+    w.stop();  // not running: nothing to do
+    w.start(dir.path);
+    c.decision(SelectVerdict::Placed, 1000);
+    w.stop();
+    EXPECT_EQ(read_stats_file(dir.path + "/select.json").decisions.at("placed"), 1u);
+    EXPECT_TRUE(logs.empty());
+
+    // A directory that cannot be written: one line per failure streak.
+    w.start("/nonexistent-m2g-dir");
+    w.stop();
+    w.start("/nonexistent-m2g-dir");
+    w.stop();
+    ASSERT_EQ(logs.size(), 1u);
+    EXPECT_NE(logs[0].find("; m2g-exporter will not see select/m2g's counters until this is fixed"),
+              std::string::npos)
+        << logs[0];
+    w.start(dir.path);
+    w.stop();
+    ASSERT_EQ(logs.size(), 2u);
+    EXPECT_EQ(logs[1], "counters written to " + dir.path + "/select.json again");
+}
+
 TEST(Stats, StatsDirInM2gConf)
 {
     const char* base = "NodeName=n[1-2] Gpus=4\n";

@@ -13,31 +13,20 @@
 // test only, will run), it narrows the nodes offered to cons_tres to the
 // placement m2g's engine chose, and records why in AdminComment.
 #include <dlfcn.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
-#include <thread>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <exception>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "topology/admission.hpp"
 #include "topology/annotation.hpp"
-#include "topology/cluster_state.hpp"
-#include "topology/config.hpp"
-#include "topology/intent.hpp"
-#include "topology/placement.hpp"
-#include "topology/signals.hpp"
-#include "topology/span.hpp"
-#include "topology/stats.hpp"
+#include "topology/config.hpp"  // conf_path
+#include "topology/session.hpp"
 #include "topology/well_known.hpp"
 
 // Slurm's headers are C; select.h's ops table trips C++'s -Wparentheses.
@@ -141,43 +130,15 @@ bool load_stock()
 }
 
 // ---- m2g state (slurmctld only) ---------------------------------------------
+// The policy lives in the core's PlacementSession; this adapter keeps only
+// the map between Slurm's node table and the model's nodes.
 struct State {
-    std::unique_ptr<m2g::Model> model;
-    std::unique_ptr<m2g::Engine> engine;
-    std::string conf_text;            // the m2g.conf the model was built from
     std::vector<int> slurm_to_model;  // Slurm node index -> model node index (or -1)
     std::vector<int> model_to_slurm;  // model node index -> Slurm node index (or -1)
     int node_count = -1;              // node_record_count the map was built for
-    std::vector<uint8_t> usable;      // scratch, per model node
-    m2g::ClusterState health;         // from HealthFile=
-    time_t health_mtime = 0;
-    time_t health_checked = 0;
-    // The signals feed (SignalsFile=): its own poll thread parses it; the
-    // placement path only takes the published snapshot.
-    std::unique_ptr<m2g::SignalFeed> feed;
-    // HealthFile state merged with the snapshot's health, rebuilt when
-    // either changes.
-    m2g::ClusterState merged;
-    std::shared_ptr<const m2g::Signals> merged_for;  // held, so its address cannot be reused
-    time_t merged_health_mtime = -1;
-    // Power of jobs started since the snapshot in force was written, per
-    // domain, so starts between two feed updates are counted.
-    struct Start {
-        int64_t time;
-        int domain;
-        double kw;
-    };
-    std::deque<Start> started;
-    std::vector<double> started_kw;  // scratch, per domain
-    std::vector<double> heat;        // scratch, per domain
-    m2g::Pacer pacer;                // GPU starts during curtailment
+    std::vector<uint8_t> offered;     // scratch, per model node
 };
 State g;
-
-// Decision counters for m2g-exporter (StatsDir=/select.json), kept across
-// reconfigures; the write is logged once per failure streak.
-m2g::Counters g_stats(m2g::kw::kPluginSelect, time(nullptr));
-void start_stats_writer(const std::string& dir);
 
 void log_line(m2g::LogLevel level, const std::string& msg)
 {
@@ -187,6 +148,14 @@ void log_line(m2g::LogLevel level, const std::string& msg)
         error("m2g: select: %s", msg.c_str());
 }
 
+// Model, engine, signals and health feeds, started-power bookkeeping, pacer
+// and the decision counters (StatsDir=/select.json), kept across
+// reconfigures; never destroyed: no joinable thread at exit.
+m2g::PlacementSession* g_session = new m2g::PlacementSession(
+    m2g::SessionLog{log_line, [](const std::string& msg) { verbose("%s%s", kLog, msg.c_str()); },
+                    [](const std::string& msg) { debug("%s%s", kLog, msg.c_str()); }},
+    time(nullptr));
+
 std::string conf_path()
 {
     char* p = get_extra_conf_path(const_cast<char*>(m2g::kw::kConfFile));
@@ -195,41 +164,14 @@ std::string conf_path()
     return path;
 }
 
-// (Re)load m2g.conf; keep the previous model when the new one is broken.
+// (Re)load m2g.conf; the session keeps the previous model when the new one is broken.
 void load_model()
 {
     try {
-        const std::string path = conf_path();
-        std::string text = m2g::read_text_file(path);
-        if (g.model && text == g.conf_text) {
-            debug("%sm2g.conf unchanged; model and signals feed stay", kLog);
-            return;
-        }
-        auto m = std::make_unique<m2g::Model>(m2g::build_model(m2g::parse_m2g_conf(text, path)));
-        g.conf_text = std::move(text);
-        if (g.feed)
-            g.feed->stop();  // it refers to the old model
-        g.feed.reset();
-        g.engine = std::make_unique<m2g::Engine>(*m);
-        g.model = std::move(m);
-        g.node_count = -1;
-        g.health_mtime = 0;
-        g.merged_for = nullptr;
-        g.merged_health_mtime = -1;
-        g.started.clear();
-        g.pacer.clear();
-        const m2g::AdmissionPolicy& ap = g.model->admission;
-        start_stats_writer(ap.stats_dir);
-        if (!ap.signals_file.empty()) {
-            g.feed = std::make_unique<m2g::SignalFeed>(ap.signals_file, ap.signals_ttl_sec, ap.failsafe, *g.model,
-                                                       log_line);
-            g.feed->refresh(time(nullptr));  // never publish a feed that has not read its file
-            g.feed->start(ap.signals_poll_sec);
-        }
-        verbose("%sm2g.conf loaded: %zu nodes, %zu NVLink domains", kLog, g.model->nodes.size(),
-                g.model->domains.size());
+        if (g_session->load(conf_path(), time(nullptr)))
+            g.node_count = -1;
     } catch (const std::exception& e) {
-        error("%s%s%s", kLog, e.what(), g.model ? "; keeping the previous m2g.conf in force" : "; jobs are placed by cons_tres alone");
+        error("%s%s", kLog, e.what());
     }
 }
 
@@ -238,74 +180,16 @@ void map_nodes()
     if (g.node_count == node_record_count)
         return;
     g.slurm_to_model.assign(node_record_count, -1);
-    g.model_to_slurm.assign(g.model->nodes.size(), -1);
+    g.model_to_slurm.assign(g_session->model_nodes(), -1);
     node_record_t* node;
     for (int i = 0; (node = next_node(&i)); ++i) {
-        const int mi = g.model->find_node(node->name);
+        const int mi = g_session->find_node(node->name);
         g.slurm_to_model[node->index] = mi;
         if (mi >= 0)
             g.model_to_slurm[mi] = node->index;
     }
-    g.usable.assign(g.model->nodes.size(), 0);
+    g.offered.assign(g_session->model_nodes(), 0);
     g.node_count = node_record_count;
-}
-
-// The health feed (HealthFile=): re-read when it changes, checked at most
-// every 5 s; a broken file keeps the last good state.
-void refresh_health()
-{
-    const std::string& path = g.model->policy.health_file;
-    const time_t now = time(nullptr);
-    if (path.empty() || now - g.health_checked < 5)
-        return;
-    g.health_checked = now;
-    struct stat st;
-    if (stat(path.c_str(), &st) != 0 || st.st_mtime == g.health_mtime)
-        return;
-    try {
-        g.health = m2g::read_state_json(path, *g.model).health;
-        g.health_mtime = st.st_mtime;
-        verbose("%shealth feed %s read", kLog, path.c_str());
-    } catch (const std::exception& e) {
-        g.health_mtime = st.st_mtime;  // warn once per version of the file
-        error("%shealth feed: %s; keeping the last good state", kLog, e.what());
-    }
-}
-
-// HealthFile state OR the snapshot's health, cached per (snapshot, file).
-const m2g::ClusterState& merged_health(const std::shared_ptr<const m2g::Signals>& snap)
-{
-    if (snap == g.merged_for && g.health_mtime == g.merged_health_mtime)
-        return g.merged;
-    g.merged = g.health;
-    auto merge = [](std::vector<uint8_t>& into, const std::vector<uint8_t>& from) {
-        if (from.empty())
-            return;
-        into.resize(from.size());
-        for (size_t i = 0; i < from.size(); ++i)
-            into[i] = into[i] || from[i];
-    };
-    if (snap) {
-        merge(g.merged.node_degraded, snap->health.node_degraded);
-        merge(g.merged.domain_nvlink_fault, snap->health.domain_nvlink_fault);
-        merge(g.merged.domain_over_limit, snap->health.domain_over_limit);
-    }
-    g.merged_for = snap;
-    g.merged_health_mtime = g.health_mtime;
-    return g.merged;
-}
-
-// kW per domain of jobs started after the snapshot was written.
-const std::vector<double>& started_kw(const m2g::Signals* snap)
-{
-    const int64_t since = snap ? snap->generated_at : 0;
-    while (!g.started.empty() && (g.started.front().time < since || g.started.size() > 100000))
-        g.started.pop_front();
-    g.started_kw.assign(g.model->domains.size(), 0.0);
-    for (const auto& st : g.started)
-        if (st.domain >= 0 && st.time >= since)
-            g.started_kw[st.domain] += st.kw;
-    return g.started_kw;
 }
 
 // GPUs per node the job asks for (0: none or unknown).
@@ -351,19 +235,36 @@ int free_gpus(node_record_t* node)
     return static_cast<int>(avail);
 }
 
-m2g::JobIntent job_intent(job_record_t* job)
+// What the session needs to know of a job placed on `nodes` nodes.
+m2g::JobFacts job_facts(job_record_t* job, uint32_t nodes, uint32_t min_nodes)
 {
-    std::vector<std::string> env;
+    m2g::JobFacts f;
+    f.job_id = job->job_id;
+    if (job->part_ptr && job->part_ptr->name)
+        f.partition = job->part_ptr->name;
     if (job->spank_job_env)
         for (uint32_t i = 0; i < job->spank_job_env_size; ++i)
             if (job->spank_job_env[i])
-                env.emplace_back(job->spank_job_env[i]);
-    try {
-        return m2g::decode_intent(env);
-    } catch (const std::exception& e) {
-        error("%sJobId=%u: %s; using the defaults", kLog, job->job_id, e.what());
-        return {};
+                f.spank_env.emplace_back(job->spank_job_env[i]);
+    f.nodes = static_cast<int>(nodes);
+    f.min_nodes = static_cast<int>(min_nodes);
+    f.gpus_per_node = gpus_per_node(job, nodes);
+    f.time_limit_s =
+        job->time_limit == NO_VAL || job->time_limit == INFINITE ? 0 : int64_t(job->time_limit) * 60;
+    if (job->details) {
+        f.eligible_since = job->details->begin_time ? job->details->begin_time : job->details->submit_time;
+        f.names_nodes = job->details->req_node_bitmap || job->details->contiguous;
     }
+    return f;
+}
+
+m2g::SelectMode select_mode(uint16_t mode)
+{
+    if (SELECT_IS_MODE_TEST_ONLY(mode))
+        return m2g::SelectMode::TestOnly;
+    if (SELECT_IS_MODE_WILL_RUN(mode))
+        return m2g::SelectMode::WillRun;
+    return m2g::SelectMode::RunNow;  // cons_tres accepts no other mode
 }
 
 // Put `text` into the placement part of AdminComment's "m2g:[...]"
@@ -376,140 +277,43 @@ void annotate(job_record_t* job, const std::string& text)
     job->admin_comment = xstrdup(comment.c_str());
 }
 
-std::string names(const m2g::Model& m, const std::vector<int>& idx, bool switches)
-{
-    std::string out;
-    for (int i : idx)
-        out += (out.empty() ? "" : ",") + (switches ? m.switches[i].name : m.domains[i].name);
-    return out;
-}
-
-// The annotation after cons_tres chose nodes from the narrowed set.
-std::string placed_segment(const m2g::Model& m, bitstr_t* chosen, const std::string& policy, const m2g::Placement& p)
+// The names of the nodes set in `bitmap`.
+std::vector<std::string> node_names(bitstr_t* bitmap)
 {
     std::vector<std::string> nodes;
     for (int i = 0; i < node_record_count; ++i)
-        if (bit_test(chosen, i) && node_record_table_ptr[i])
+        if (bit_test(bitmap, i) && node_record_table_ptr[i])
             nodes.push_back(node_record_table_ptr[i]->name);
-    const m2g::Span s = m2g::span_of(m, nodes);
-    std::vector<int> doms, leaves = s.leaf_switches;
-    for (const auto& u : s.domains)
-        doms.push_back(u.domain);
-    char score[32];
-    snprintf(score, sizeof score, "%g", p.score);
-    return "domains=" + (doms.empty() ? std::string("-") : names(m, doms, false)) +
-           " leaves=" + (leaves.empty() ? std::string("-") : names(m, leaves, true)) + " policy=" + policy +
-           " score=" + score + " reason=" + p.reason;
+    return nodes;
 }
 
-// A job began: book its power per domain until the feed reports the new
-// draw, and its GPUs in the pacer while a curtailment event is active.
+// A job began: the session books its power and pacing, and counts it.
 void record_job_start(job_record_t* job)
 {
-    if (!g.model || !job || !job->node_bitmap || !running_in_slurmctld())
+    if (!g_session->active() || !job || !job->node_bitmap || !running_in_slurmctld())
         return;
     try {
         map_nodes();
         const int64_t now = time(nullptr);
-        const m2g::JobIntent intent = job_intent(job);
-        const int nodes = bit_set_count(job->node_bitmap);
-        const int gpn = gpus_per_node(job, static_cast<uint32_t>(nodes));
-        const double node_kw = gpn * m2g::power_w_per_gpu(g.model->admission, intent) / 1000.0;
+        const uint32_t nodes = static_cast<uint32_t>(bit_set_count(job->node_bitmap));
+        const m2g::JobFacts facts = job_facts(job, nodes, nodes);
         const int last = bit_fls(job->node_bitmap);
-        int started = 0;
         std::vector<int> placed;
-        for (int i = bit_ffs(job->node_bitmap); i >= 0 && i <= last && i < node_record_count; ++i) {
-            if (!bit_test(job->node_bitmap, i) || g.slurm_to_model[i] < 0)
-                continue;
-            ++started;
-            placed.push_back(g.slurm_to_model[i]);
-            g.started.push_back({now, g.model->nodes[g.slurm_to_model[i]].domain, node_kw});
-        }
-        // Placement quality counts real starts only (a successful test may
-        // still not start: preemption, a later failure).
-        if (!placed.empty())
-            g_stats.placement(m2g::domains_spanned(*g.model, placed),
-                              m2g::fits_one_domain(*g.model, static_cast<int>(placed.size())));
-        const m2g::SignalsView view = g.feed ? g.feed->view(now) : m2g::SignalsView{};
-        if (!m2g::active_events(view.snap.get(), now).empty())
-            g.pacer.book(g.model->admission, now, gpn * started, node_kw * started);
+        for (int i = bit_ffs(job->node_bitmap); i >= 0 && i <= last && i < node_record_count; ++i)
+            if (bit_test(job->node_bitmap, i) && g.slurm_to_model[i] >= 0)
+                placed.push_back(g.slurm_to_model[i]);
+        g_session->job_started(facts, placed, now);
     } catch (const std::exception& e) {
         error("%sJobId=%u: %s; its start is not counted", kLog, job->job_id, e.what());
     }
 }
 
-// The counters go to StatsDir= from a thread of their own: file I/O never
-// runs under slurmctld's scheduling locks.
-class StatsWriter {
-  public:
-    void start(const std::string& dir)
-    {
-        stop();
-        if (dir.empty())
-            return;
-        path_ = m2g::stats_path(dir, m2g::kw::kPluginSelect);
-        stop_ = false;
-        thread_ = std::thread([this] {
-            std::unique_lock<std::mutex> lk(mu_);
-            for (;;) {
-                cv_.wait_for(lk, std::chrono::seconds(m2g::kw::kStatsPublishSec), [this] { return stop_; });
-                const bool last = stop_;
-                lk.unlock();
-                write();
-                lk.lock();
-                if (last)
-                    return;
-            }
-        });
-    }
-    // Stops the thread after one last write (the final counts).
-    void stop()
-    {
-        if (!thread_.joinable())
-            return;
-        {
-            std::lock_guard<std::mutex> lk(mu_);
-            stop_ = true;
-        }
-        cv_.notify_all();
-        thread_.join();
-    }
-
-  private:
-    void write()
-    {
-        try {
-            m2g::write_stats_file(path_, g_stats.snapshot(time(nullptr)));
-            if (failed_)
-                info("%scounters written to %s again", kLog, path_.c_str());
-            failed_ = false;
-        } catch (const std::exception& e) {
-            if (!failed_)
-                error("%s%s; m2g-exporter will not see select/m2g's counters until this is fixed", kLog, e.what());
-            failed_ = true;
-        }
-    }
-    std::thread thread_;
-    std::mutex mu_;
-    std::condition_variable cv_;
-    bool stop_ = false;
-    bool failed_ = false;  // writer thread only
-    std::string path_;
-};
-StatsWriter* g_stats_writer = new StatsWriter;  // never destroyed: no joinable thread at exit
-
-void start_stats_writer(const std::string& dir)
-{
-    g_stats_writer->start(dir);
-}
-
-// Count one select_p_job_test: its verdict and time; a job placed now
-// (run-now mode) also by the NVLink domains it spans.
+// Count one select_p_job_test: its verdict and time.
 void record_decision(m2g::SelectVerdict verdict, std::chrono::steady_clock::time_point t0) noexcept
 {
     try {
         const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
-        g_stats.decision(verdict, ns.count());
+        g_session->counters().decision(verdict, ns.count());
     } catch (...) {
         // Counting never fails a placement.
     }
@@ -547,17 +351,13 @@ extern "C" int fini(void)
         return SLURM_SUCCESS;
     auto stock_fini = reinterpret_cast<int (*)(void)>(dlsym(g_handle, "fini"));
     const int rc = stock_fini ? stock_fini() : SLURM_SUCCESS;
-    if (!client_only() && running_in_slurmctld())
-        g_stats_writer->stop();  // writes the last counts before slurmctld stops
-    if (g.feed)
-        g.feed->stop();
-    g.feed.reset();
-    g.engine.reset();
-    g.model.reset();
+    g_session->shutdown();  // writes the last counts before slurmctld stops
     return rc;
 }
 
-// select_p_job_test's work; `verdict` says how it was decided (for the counters).
+// select_p_job_test's work: Slurm's structs to the session's facts, and its
+// Outcome back onto the bitmap and cons_tres; `verdict` says how it was
+// decided (for the counters).
 static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
                     uint32_t req_nodes, uint16_t mode, List preemptee_candidates, List* preemptee_job_list,
                     bitstr_t* exc_core_bitmap, m2g::SelectVerdict& verdict)
@@ -567,144 +367,56 @@ static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
         return g_ops.job_test(job_ptr, bm, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
                               preemptee_job_list, exc_core_bitmap);
     };
-    if (!g.model || !job_ptr || !job_ptr->details || !bitmap)
+    if (!g_session->active() || !job_ptr || !job_ptr->details || !bitmap)
         return stock(bitmap);
     try {
-        // Jobs that name their nodes or want contiguous ones keep Slurm's way.
-        if (job_ptr->details->req_node_bitmap || job_ptr->details->contiguous)
-            return stock(bitmap);
-        m2g::JobIntent intent = job_intent(job_ptr);
-        const m2g::PlacementPolicy& pol =
-            g.model->policy_for(job_ptr->part_ptr && job_ptr->part_ptr->name ? job_ptr->part_ptr->name : "");
-        std::string policy = m2g::locality_string(intent);
-        if (policy.empty()) {
-            policy = pol.default_topology;
-            m2g::apply_option(intent, m2g::kw::kOptTopology, policy, 0);
-        }
-
+        const uint32_t nodes = static_cast<uint32_t>(m2g::job_node_count(min_nodes, max_nodes, req_nodes));
+        const m2g::JobFacts facts = job_facts(job_ptr, nodes, min_nodes);
         map_nodes();
-        refresh_health();
-        const int64_t now = time(nullptr);
-        const m2g::SignalsView view = g.feed ? g.feed->view(now) : m2g::SignalsView{};
-        const uint32_t nodes = req_nodes > min_nodes ? std::min(req_nodes, max_nodes ? max_nodes : req_nodes)
-                                                     : min_nodes;
-        const int gpn = gpus_per_node(job_ptr, nodes);
-        const bool planning = SELECT_IS_MODE_WILL_RUN(mode) || SELECT_IS_MODE_TEST_ONLY(mode);
-        const bool run_now = SELECT_IS_MODE_RUN_NOW(mode);
-
-        // Live signals first (maintenance, nodes down, rack/row/site power,
-        // pacing): they bound every placement, also cons_tres's own.
-        m2g::GateRequest gr;
-        gr.intent = intent;
-        gr.gpus_per_node = gpn;
-        gr.nodes = static_cast<int>(nodes);
-        gr.time_limit_s = job_ptr->time_limit == NO_VAL || job_ptr->time_limit == INFINITE
-                              ? 0
-                              : int64_t(job_ptr->time_limit) * 60;
-        gr.now = now;
-        // Offered nodes in model terms; gate() clears the ones it rules out.
-        std::fill(g.usable.begin(), g.usable.end(), 0);
+        // Offered nodes in model terms.
+        std::fill(g.offered.begin(), g.offered.end(), 0);
         {
             const int last = bit_fls(bitmap);
             for (int i = bit_ffs(bitmap); i >= 0 && i <= last && i < node_record_count; ++i)
                 if (bit_test(bitmap, i) && g.slurm_to_model[i] >= 0)
-                    g.usable[g.slurm_to_model[i]] = 1;
+                    g.offered[g.slurm_to_model[i]] = 1;
         }
-        std::vector<uint8_t> offered = g.usable;
-        // Test-only asks whether the job could ever run (at submission, and
-        // a "no" rejects it): passing signals (power, maintenance) must not
-        // answer that.
-        m2g::GateResult gate;
-        if (SELECT_IS_MODE_TEST_ONLY(mode))
-            g.heat.assign(g.model->domains.size(), 0.0);
-        else
-            gate = m2g::gate(*g.model, view, gr, started_kw(view.snap.get()), &g.pacer, g.usable, g.heat);
-        if (gate.blocked) {
-            verdict = m2g::SelectVerdict::Blocked;
-            if (run_now)
-                annotate(job_ptr, "waiting policy=" + policy + " reason=" + gate.reason);
+        auto free_on = [](int mi) {
+            const int si = g.model_to_slurm[mi];
+            return si >= 0 ? free_gpus(node_record_table_ptr[si]) : 0;
+        };
+        const m2g::Outcome o = g_session->decide(facts, g.offered, bit_set_count(bitmap), free_on,
+                                                 select_mode(mode), time(nullptr));
+        for (int mi : o.ruled_out)
+            if (g.model_to_slurm[mi] >= 0)
+                bit_clear(bitmap, g.model_to_slurm[mi]);
+        if (!o.annotation_now.empty())
+            annotate(job_ptr, o.annotation_now);
+        if (o.offer == m2g::Outcome::Offer::Refuse) {
+            verdict = o.verdict_after(false);
             return SLURM_ERROR;
         }
-        // Narrow Slurm's bitmap by what gate() ruled out, so no path below
-        // (cons_tres alone included) uses those nodes.
-        std::vector<uint8_t> allowed = g.usable;
-        if (gate.trimmed_nodes > 0)
-            for (size_t mi = 0; mi < offered.size(); ++mi)
-                if (offered[mi] && !allowed[mi] && g.model_to_slurm[mi] >= 0)
-                    bit_clear(bitmap, g.model_to_slurm[mi]);
-        const uint32_t left = static_cast<uint32_t>(bit_set_count(bitmap));
-        if (left < min_nodes) {
-            verdict = m2g::SelectVerdict::Blocked;
-            if (run_now)
-                annotate(job_ptr, "waiting policy=" + policy + " reason=" + gate.reason);
-            return SLURM_ERROR;
-        }
-        // Starts are booked in select_p_job_begin (a successful test here
-        // may still not start: preemption, a later failure).
-        auto stock_started = stock;
-        if (intent.locality == m2g::Locality::Any) {
-            const int rc = stock_started(bitmap);
-            if (rc == SLURM_SUCCESS && run_now && !gate.reason.empty())
-                annotate(job_ptr, "policy=any " + gate.reason);
+        if (o.offer == m2g::Outcome::Offer::Stock) {
+            const int rc = stock(bitmap);
+            if (rc == SLURM_SUCCESS && !o.annotation_accepted.empty())
+                annotate(job_ptr, o.annotation_accepted);
+            verdict = o.verdict_after(rc == SLURM_SUCCESS);
             return rc;
         }
-
-        // fill_usable(now): the allowed nodes that have the job's GPUs free
-        // now; with now == false, every allowed node (planning asks about
-        // the future: when could the job run, and where).
-        auto fill_usable = [&](bool free_now) {
-            for (size_t mi = 0; mi < allowed.size(); ++mi) {
-                const int si = g.model_to_slurm[mi];
-                g.usable[mi] = allowed[mi] && si >= 0 &&
-                               (!free_now || gpn == 0 || free_gpus(node_record_table_ptr[si]) >= gpn);
-            }
-        };
-        m2g::PlacementRequest req;
-        req.nodes = static_cast<int>(nodes);
-        req.segment = intent.segment;
-        req.locality = intent.locality;
-        req.level = intent.level;
-        req.spare_per_domain = pol.spare_per_domain;
-        const time_t since = job_ptr->details->begin_time ? job_ptr->details->begin_time : job_ptr->details->submit_time;
-        req.fallback = intent.locality == m2g::Locality::Prefer &&
-                       time(nullptr) - since >= pol.prefer_wait_sec;
-        m2g::ClusterState state = merged_health(view.snap);
-        state.domain_heat = g.heat;  // prefer cooler racks among equal fits
-        // Placements on nodes free now come first, also when planning, so
-        // backfill starts what can start now; planning then looks further.
-        fill_usable(true);
-        m2g::Placement p = g.engine->place(req, g.usable, state);
-        if (!p.ok && planning) {
-            fill_usable(false);
-            p = g.engine->place(req, g.usable, state);
-        }
-        const std::string gate_note = gate.reason.empty() ? "" : " signals=" + gate.reason;
-
-        if (!p.ok) {
-            if (run_now)
-                annotate(job_ptr, "waiting policy=" + policy + " reason=" + p.reason + gate_note);
-            // Best effort is allowed: cons_tres decides on everything allowed.
-            if (req.locality == m2g::Locality::Prefer && req.fallback)
-                return stock_started(bitmap);
-            verdict = m2g::SelectVerdict::Waiting;
-            return SLURM_ERROR;
-        }
         bitstr_t* narrowed = bit_alloc(bit_size(bitmap));
-        for (int mi : p.nodes)
+        for (int mi : o.nodes)
             if (g.model_to_slurm[mi] >= 0)
                 bit_set(narrowed, g.model_to_slurm[mi]);
         const int rc = stock(narrowed);
-        if (rc == SLURM_SUCCESS) {
+        if (rc == SLURM_SUCCESS)
             bit_copybits(bitmap, narrowed);
-            if (run_now)
-                annotate(job_ptr, placed_segment(*g.model, bitmap, policy, p) + gate_note);
-        }
         FREE_NULL_BITMAP(narrowed);
-        if (rc == SLURM_SUCCESS || intent.locality == m2g::Locality::Strict || !req.fallback) {
-            verdict = rc == SLURM_SUCCESS ? m2g::SelectVerdict::Placed : m2g::SelectVerdict::Waiting;
+        verdict = o.verdict_after(rc == SLURM_SUCCESS);
+        if (rc == SLURM_SUCCESS && o.annotate_placed)
+            annotate(job_ptr, g_session->placed_annotation(o, node_names(bitmap)));
+        if (rc == SLURM_SUCCESS || !o.fallback_to_allowed)
             return rc;
-        }
-        return stock_started(bitmap);  // prefer, wait over: cons_tres on everything allowed
+        return stock(bitmap);  // prefer, wait over: cons_tres on everything allowed
     } catch (const std::exception& e) {
         error("%sJobId=%u: %s; cons_tres decides alone", kLog, job_ptr->job_id, e.what());
     } catch (...) {

@@ -1,0 +1,14 @@
+// m2g core: the injected log sink. The core never writes to a log itself:
+// whoever owns a core object (a plugin, the CLI, a test) hands it a Logger,
+// and the plugins route it to slurm_info/error with "m2g: <subsystem>: ".
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace m2g {
+
+enum class LogLevel { Info, Warning, Error };
+using Logger = std::function<void(LogLevel, const std::string&)>;
+
+}  // namespace m2g

@@ -1,0 +1,369 @@
+// m2g core: the placement session (see session.hpp).
+#include "topology/session.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <utility>
+
+#include "topology/cluster_state.hpp"
+#include "topology/config.hpp"
+#include "topology/error.hpp"
+#include "topology/intent.hpp"
+#include "topology/span.hpp"
+#include "topology/well_known.hpp"
+
+namespace m2g {
+
+namespace {
+
+std::string names(const Model& m, const std::vector<int>& idx, bool switches)
+{
+    std::string out;
+    for (int i : idx)
+        out += (out.empty() ? "" : ",") + (switches ? m.switches[i].name : m.domains[i].name);
+    return out;
+}
+
+}  // namespace
+
+int job_node_count(uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes)
+{
+    return static_cast<int>(req_nodes > min_nodes ? std::min(req_nodes, max_nodes ? max_nodes : req_nodes)
+                                                  : min_nodes);
+}
+
+SelectVerdict Outcome::verdict_after(bool accepted) const
+{
+    if (offer != Offer::Narrowed || accepted)
+        return verdict;
+    return fallback_to_allowed ? SelectVerdict::Stock : SelectVerdict::Waiting;
+}
+
+PlacementSession::PlacementSession(SessionLog log, int64_t started_at)
+    : log_(std::move(log)),
+      stats_(kw::kPluginSelect, started_at),
+      stats_writer_(stats_, kw::kPluginSelect, "select/m2g", log_.log)
+{
+}
+
+PlacementSession::~PlacementSession()
+{
+    shutdown();
+}
+
+void PlacementSession::error(const std::string& msg) const
+{
+    if (log_.log)
+        log_.log(LogLevel::Error, msg);
+}
+
+size_t PlacementSession::model_nodes() const
+{
+    return model_ ? model_->nodes.size() : 0;
+}
+
+int PlacementSession::find_node(std::string_view name) const
+{
+    return model_ ? model_->find_node(name) : -1;
+}
+
+bool PlacementSession::load(const std::string& conf_path, int64_t now)
+{
+    try {
+        std::string text = read_text_file(conf_path);
+        if (model_ && text == conf_text_) {
+            if (log_.debug)
+                log_.debug("m2g.conf unchanged; model and signals feed stay");
+            return false;
+        }
+        auto m = std::make_unique<Model>(build_model(parse_m2g_conf(text, conf_path)));
+        conf_text_ = std::move(text);
+        if (feed_)
+            feed_->stop();  // it refers to the old model
+        feed_.reset();
+        engine_ = std::make_unique<Engine>(*m);
+        model_ = std::move(m);
+        health_mtime_ = 0;
+        merged_for_ = nullptr;
+        merged_health_mtime_ = -1;
+        started_.clear();
+        pacer_.clear();
+        const AdmissionPolicy& ap = model_->admission;
+        stats_writer_.start(ap.stats_dir);
+        if (!ap.signals_file.empty()) {
+            feed_ = std::make_unique<SignalFeed>(ap.signals_file, ap.signals_ttl_sec, ap.failsafe, *model_, log_.log);
+            feed_->refresh(now);  // never publish a feed that has not read its file
+            feed_->start(ap.signals_poll_sec);
+        }
+        if (log_.verbose)
+            log_.verbose("m2g.conf loaded: " + std::to_string(model_->nodes.size()) + " nodes, " +
+                         std::to_string(model_->domains.size()) + " NVLink domains");
+        return true;
+    } catch (const std::exception& e) {
+        error(std::string(e.what()) +
+              (model_ ? "; keeping the previous m2g.conf in force" : "; jobs are placed by cons_tres alone"));
+    }
+    return false;
+}
+
+void PlacementSession::shutdown()
+{
+    stats_writer_.stop();  // writes the last counts
+    if (feed_)
+        feed_->stop();
+    feed_.reset();
+    engine_.reset();
+    model_.reset();
+}
+
+JobIntent PlacementSession::intent_of(const JobFacts& job) const
+{
+    try {
+        return decode_intent(job.spank_env);
+    } catch (const std::exception& e) {
+        error("JobId=" + std::to_string(job.job_id) + ": " + e.what() + "; using the defaults");
+        return {};
+    }
+}
+
+void PlacementSession::refresh_health(int64_t now)
+{
+    const std::string& path = model_->policy.health_file;
+    if (path.empty() || now - health_checked_ < 5)
+        return;
+    health_checked_ = now;
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0 || st.st_mtime == health_mtime_)
+        return;
+    try {
+        health_ = read_state_json(path, *model_).health;
+        health_mtime_ = st.st_mtime;
+        if (log_.verbose)
+            log_.verbose("health feed " + path + " read");
+    } catch (const std::exception& e) {
+        health_mtime_ = st.st_mtime;  // warn once per version of the file
+        error(std::string("health feed: ") + e.what() + "; keeping the last good state");
+    }
+}
+
+// HealthFile state OR the snapshot's health, cached per (snapshot, file).
+const ClusterState& PlacementSession::merged_health(const std::shared_ptr<const Signals>& snap)
+{
+    if (snap == merged_for_ && health_mtime_ == merged_health_mtime_)
+        return merged_;
+    merged_ = health_;
+    auto merge = [](std::vector<uint8_t>& into, const std::vector<uint8_t>& from) {
+        if (from.empty())
+            return;
+        into.resize(from.size());
+        for (size_t i = 0; i < from.size(); ++i)
+            into[i] = into[i] || from[i];
+    };
+    if (snap) {
+        merge(merged_.node_degraded, snap->health.node_degraded);
+        merge(merged_.domain_nvlink_fault, snap->health.domain_nvlink_fault);
+        merge(merged_.domain_over_limit, snap->health.domain_over_limit);
+    }
+    merged_for_ = snap;
+    merged_health_mtime_ = health_mtime_;
+    return merged_;
+}
+
+// kW per domain of jobs started after the snapshot was written.
+const std::vector<double>& PlacementSession::started_kw(const Signals* snap)
+{
+    const int64_t since = snap ? snap->generated_at : 0;
+    while (!started_.empty() && (started_.front().time < since || started_.size() > 100000))
+        started_.pop_front();
+    started_kw_.assign(model_->domains.size(), 0.0);
+    for (const auto& st : started_)
+        if (st.domain >= 0 && st.time >= since)
+            started_kw_[st.domain] += st.kw;
+    return started_kw_;
+}
+
+Outcome PlacementSession::decide(const JobFacts& job, const std::vector<uint8_t>& offered, int offered_total,
+                                 const FreeGpus& free_gpus, SelectMode mode, int64_t now)
+{
+    try {
+        return decide_impl(job, offered, offered_total, free_gpus, mode, now);
+    } catch (const std::exception& e) {
+        error("JobId=" + std::to_string(job.job_id) + ": " + e.what() + "; cons_tres decides alone");
+    } catch (...) {
+        error("JobId=" + std::to_string(job.job_id) + ": unexpected error; cons_tres decides alone");
+    }
+    return Outcome{};
+}
+
+Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uint8_t>& offered, int offered_total,
+                                      const FreeGpus& free_gpus, SelectMode mode, int64_t now)
+{
+    Outcome o;  // Stock: cons_tres decides alone
+    // Jobs that name their nodes or want contiguous ones keep Slurm's way.
+    if (!model_ || job.names_nodes)
+        return o;
+    if (offered.size() != model_->nodes.size())
+        throw Error("the offer covers " + std::to_string(offered.size()) + " nodes, the model has " +
+                    std::to_string(model_->nodes.size()) + " (a bug in the select adapter)");
+    JobIntent intent = intent_of(job);
+    const PlacementPolicy& pol = model_->policy_for(job.partition);
+    std::string policy = locality_string(intent);
+    if (policy.empty()) {
+        policy = pol.default_topology;
+        apply_option(intent, kw::kOptTopology, policy, 0);
+    }
+    o.policy = policy;
+
+    refresh_health(now);
+    const SignalsView view = feed_ ? feed_->view(now) : SignalsView{};
+    const bool planning = mode != SelectMode::RunNow;
+    const bool run_now = mode == SelectMode::RunNow;
+    const std::string waiting = "waiting policy=" + policy + " reason=";
+
+    // Live signals first (maintenance, nodes down, rack/row/site power,
+    // pacing): they bound every placement, also cons_tres's own.
+    GateRequest gr;
+    gr.intent = intent;
+    gr.gpus_per_node = job.gpus_per_node;
+    gr.nodes = job.nodes;
+    gr.time_limit_s = job.time_limit_s;
+    gr.now = now;
+    // Offered nodes; gate() clears the ones it rules out.
+    usable_ = offered;
+    // Test-only asks whether the job could ever run (at submission, and a
+    // "no" rejects it): passing signals (power, maintenance) must not
+    // answer that.
+    GateResult gate;
+    if (mode == SelectMode::TestOnly)
+        heat_.assign(model_->domains.size(), 0.0);
+    else
+        gate = m2g::gate(*model_, view, gr, started_kw(view.snap.get()), &pacer_, usable_, heat_);
+    if (gate.blocked) {
+        o.offer = Outcome::Offer::Refuse;
+        o.verdict = SelectVerdict::Blocked;
+        if (run_now)
+            o.annotation_now = waiting + gate.reason;
+        return o;
+    }
+    // What gate() ruled out leaves Slurm's offer too, so no path below
+    // (cons_tres alone included) uses those nodes.
+    allowed_ = usable_;
+    if (gate.trimmed_nodes > 0)
+        for (size_t mi = 0; mi < offered.size(); ++mi)
+            if (offered[mi] && !allowed_[mi])
+                o.ruled_out.push_back(static_cast<int>(mi));
+    const int64_t left = int64_t(offered_total) - int64_t(o.ruled_out.size());
+    if (left < job.min_nodes) {
+        o.offer = Outcome::Offer::Refuse;
+        o.verdict = SelectVerdict::Blocked;
+        if (run_now)
+            o.annotation_now = waiting + gate.reason;
+        return o;
+    }
+    // Starts are booked in job_started() (a successful test here may
+    // still not start: preemption, a later failure).
+    if (intent.locality == Locality::Any) {
+        if (run_now && !gate.reason.empty())
+            o.annotation_accepted = "policy=any " + gate.reason;
+        return o;
+    }
+
+    // fill_usable(now): the allowed nodes that have the job's GPUs free
+    // now; with now == false, every allowed node (planning asks about the
+    // future: when could the job run, and where).
+    const int gpn = job.gpus_per_node;
+    auto fill_usable = [&](bool free_now) {
+        for (size_t mi = 0; mi < allowed_.size(); ++mi)
+            usable_[mi] = allowed_[mi] && (!free_now || gpn == 0 || free_gpus(static_cast<int>(mi)) >= gpn);
+    };
+    PlacementRequest req;
+    req.nodes = job.nodes;
+    req.segment = intent.segment;
+    req.locality = intent.locality;
+    req.level = intent.level;
+    req.spare_per_domain = pol.spare_per_domain;
+    req.fallback = intent.locality == Locality::Prefer && now - job.eligible_since >= pol.prefer_wait_sec;
+    ClusterState state = merged_health(view.snap);
+    state.domain_heat = heat_;  // prefer cooler racks among equal fits
+    // Placements on nodes free now come first, also when planning, so
+    // backfill starts what can start now; planning then looks further.
+    fill_usable(true);
+    Placement p = engine_->place(req, usable_, state);
+    if (!p.ok && planning) {
+        fill_usable(false);
+        p = engine_->place(req, usable_, state);
+    }
+    const std::string gate_note = gate.reason.empty() ? "" : " signals=" + gate.reason;
+
+    if (!p.ok) {
+        if (run_now)
+            o.annotation_now = waiting + p.reason + gate_note;
+        // Best effort is allowed: cons_tres decides on everything allowed.
+        if (req.locality == Locality::Prefer && req.fallback)
+            return o;
+        o.offer = Outcome::Offer::Refuse;
+        o.verdict = SelectVerdict::Waiting;
+        return o;
+    }
+    o.offer = Outcome::Offer::Narrowed;
+    o.verdict = SelectVerdict::Placed;
+    o.nodes = std::move(p.nodes);
+    // Prefer, wait over: cons_tres on everything allowed when it refuses the placement.
+    o.fallback_to_allowed = intent.locality != Locality::Strict && req.fallback;
+    o.annotate_placed = run_now;
+    o.score = p.score;
+    o.reason = std::move(p.reason);
+    o.signals_note = gate_note;
+    return o;
+}
+
+// The annotation after cons_tres chose nodes from the narrowed set.
+std::string PlacementSession::placed_annotation(const Outcome& o, const std::vector<std::string>& chosen_nodes) const
+{
+    if (!model_)
+        return "";
+    const Model& m = *model_;
+    const Span s = span_of(m, chosen_nodes);
+    std::vector<int> doms, leaves = s.leaf_switches;
+    for (const auto& u : s.domains)
+        doms.push_back(u.domain);
+    char score[32];
+    snprintf(score, sizeof score, "%g", o.score);
+    return "domains=" + (doms.empty() ? std::string("-") : names(m, doms, false)) +
+           " leaves=" + (leaves.empty() ? std::string("-") : names(m, leaves, true)) + " policy=" + o.policy +
+           " score=" + score + " reason=" + o.reason + o.signals_note;
+}
+
+// A job began: book its power per domain until the feed reports the new
+// draw, and its GPUs in the pacer while a curtailment event is active.
+void PlacementSession::job_started(const JobFacts& job, const std::vector<int>& model_nodes, int64_t now)
+{
+    if (!model_)
+        return;
+    try {
+        for (int mi : model_nodes)
+            if (mi < 0 || static_cast<size_t>(mi) >= model_->nodes.size())
+                throw Error("model node " + std::to_string(mi) + " out of range (a bug in the select adapter)");
+        const JobIntent intent = intent_of(job);
+        const double node_kw = job.gpus_per_node * power_w_per_gpu(model_->admission, intent) / 1000.0;
+        for (int mi : model_nodes)
+            started_.push_back({now, model_->nodes[mi].domain, node_kw});
+        // Placement quality counts real starts only (a successful test may
+        // still not start: preemption, a later failure).
+        const int started = static_cast<int>(model_nodes.size());
+        if (started > 0)
+            stats_.placement(domains_spanned(*model_, model_nodes), fits_one_domain(*model_, started));
+        const SignalsView view = feed_ ? feed_->view(now) : SignalsView{};
+        if (!active_events(view.snap.get(), now).empty())
+            pacer_.book(model_->admission, now, job.gpus_per_node * started, node_kw * started);
+    } catch (const std::exception& e) {
+        error("JobId=" + std::to_string(job.job_id) + ": " + e.what() + "; its start is not counted");
+    } catch (...) {
+        error("JobId=" + std::to_string(job.job_id) + ": unexpected error; its start is not counted");
+    }
+}
+
+}  // namespace m2g

@@ -1,0 +1,357 @@
+// PlacementSession: select/m2g's policy as the adapters see it — what
+// decide() tells them to do with Slurm's offer for strict, prefer and any
+// jobs, with and without signals, in each select mode; what job_started()
+// books; and load()'s keep-the-previous-model rule. On a small cluster:
+//
+//                  spine
+//            ┌───────┴───────┐
+//          leaf1           leaf2
+//        ┌───┴───┐       ┌───┴───┐
+//        d1      d2      d3      d4      NVLink domains
+//      n1 n2   n3 n4   n5 n6   n7 n8     4 GPUs each (model nodes 0..7)
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topology/session.hpp"
+
+using namespace m2g;
+
+namespace {
+
+const char* const kCluster =
+    "ClusterName=sessiontest\n"
+    "NodeName=n[1-8] Gpus=4\n"
+    "DomainName=d1 Nodes=n[1-2]\n"
+    "DomainName=d2 Nodes=n[3-4]\n"
+    "DomainName=d3 Nodes=n[5-6]\n"
+    "DomainName=d4 Nodes=n[7-8]\n"
+    "SwitchName=leaf1 Level=leaf Domains=d[1-2]\n"
+    "SwitchName=leaf2 Level=leaf Domains=d[3-4]\n"
+    "SwitchName=spine Level=spine Switches=leaf[1-2]\n"
+    "DefaultPowerPerGpuW=500\n";  // 2 kW per 4-GPU node
+
+using Offer = Outcome::Offer;
+
+class Session : public testing::Test {
+  protected:
+    Session()
+    {
+        char tmpl[] = "/tmp/m2g-session-XXXXXX";
+        if (mkdtemp(tmpl))
+            dir_ = tmpl;
+    }
+    ~Session() override
+    {
+        session_.shutdown();
+        for (const char* f : {"/m2g.conf", "/signals.json"})
+            std::remove((dir_ + f).c_str());
+        rmdir(dir_.c_str());
+    }
+
+    void write(const std::string& name, const std::string& text)
+    {
+        std::ofstream(dir_ + "/" + name, std::ios::trunc) << text;
+    }
+
+    // Load the cluster, with `extra` m2g.conf lines and, when `signals` is
+    // not empty, a signals feed (its generated_at is kNow).
+    void load(const std::string& extra = "", const std::string& signals = "")
+    {
+        std::string conf = kCluster + extra;
+        if (!signals.empty()) {
+            write("signals.json", "{\"schema\": \"m2g.signals/v1\", \"generated_at\": " + std::to_string(now_) +
+                                      ", " + signals + "}");
+            conf += "SignalsFile=" + dir_ + "/signals.json\nSignalsTTLSec=86400\nSignalsPollSec=3600\n";
+        }
+        write("m2g.conf", conf);
+        ASSERT_TRUE(session_.load(dir_ + "/m2g.conf", now_)) << joined_logs();
+    }
+
+    // A job of `nodes` nodes with 4 GPUs each, eligible now.
+    JobFacts job(const std::string& topology, int nodes, const std::string& cls = "") const
+    {
+        JobFacts f;
+        f.job_id = 42;
+        f.spank_env = {"PATH=/bin", "M2G_TOPOLOGY=" + topology};
+        if (!cls.empty())
+            f.spank_env.push_back("M2G_CLASS=" + cls);
+        f.nodes = nodes;
+        f.min_nodes = nodes;
+        f.gpus_per_node = 4;
+        f.time_limit_s = 3600;
+        f.eligible_since = now_;
+        return f;
+    }
+
+    // Slurm offers every node; free_[i] GPUs are free on model node i.
+    Outcome decide(const JobFacts& f, SelectMode mode)
+    {
+        return session_.decide(f, offered_, static_cast<int>(offered_.size()),
+                               [this](int mi) { return free_.at(mi); }, mode, now_);
+    }
+
+    std::string joined_logs() const
+    {
+        std::string out;
+        for (const auto& l : logs_)
+            out += l.second + "\n";
+        return out;
+    }
+
+    // What the adapter would write after cons_tres took every offered node.
+    std::string placed(const Outcome& o) const
+    {
+        std::vector<std::string> names;
+        for (int mi : o.nodes)
+            names.push_back("n" + std::to_string(mi + 1));
+        return session_.placed_annotation(o, names);
+    }
+
+    // Real time: the feed's poll thread judges generated_at by the clock.
+    const int64_t now_ = time(nullptr);
+    std::string dir_;
+    std::vector<std::pair<LogLevel, std::string>> logs_;
+    std::vector<std::string> details_;
+    PlacementSession session_{SessionLog{[this](LogLevel l, const std::string& m) { logs_.emplace_back(l, m); },
+                                         [this](const std::string& m) { details_.push_back("verbose: " + m); },
+                                         [this](const std::string& m) { details_.push_back("debug: " + m); }},
+                              0};
+    std::vector<uint8_t> offered_ = std::vector<uint8_t>(8, 1);
+    std::vector<int> free_ = std::vector<int>(8, 4);
+};
+
+TEST_F(Session, WithoutModelCons_tresDecides)
+{
+    EXPECT_FALSE(session_.active());
+    EXPECT_EQ(session_.model_nodes(), 0u);
+    const Outcome o = session_.decide(job("strict:nvlink", 2), {}, 8, nullptr, SelectMode::RunNow, now_);
+    EXPECT_EQ(o.offer, Offer::Stock);
+    EXPECT_EQ(o.verdict_after(true), SelectVerdict::Stock);
+    EXPECT_TRUE(o.annotation_now.empty());
+}
+
+TEST_F(Session, StrictJobThatFitsOneDomainIsNarrowedToIt)
+{
+    load();
+    EXPECT_EQ(session_.find_node("n3"), 2);
+    EXPECT_EQ(session_.find_node("x9"), -1);
+    free_[0] = 0;  // n1 busy: d1 cannot take two nodes, d2 fits exactly
+    const Outcome o = decide(job("strict:nvlink", 2), SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.nodes, (std::vector<int>{2, 3}));
+    EXPECT_TRUE(o.ruled_out.empty());
+    EXPECT_FALSE(o.fallback_to_allowed);  // strict: never cons_tres on everything
+    EXPECT_TRUE(o.annotation_now.empty());
+    EXPECT_TRUE(o.annotate_placed);
+    EXPECT_EQ(o.verdict_after(true), SelectVerdict::Placed);
+    EXPECT_EQ(o.verdict_after(false), SelectVerdict::Waiting);
+    EXPECT_EQ(placed(o), "domains=d2 leaves=leaf1 policy=strict:nvlink score=0 reason=d2, best fit (0 of 2 nodes "
+                         "left free there)");
+}
+
+TEST_F(Session, StrictJobThatCannotFitWaitsWithTheReason)
+{
+    load();
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};  // one free node per domain
+    const Outcome o = decide(job("strict:nvlink", 2), SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Refuse);
+    EXPECT_EQ(o.verdict_after(false), SelectVerdict::Waiting);
+    EXPECT_EQ(o.annotation_now,
+              "waiting policy=strict:nvlink reason=waiting for an NVLink domain with 2 free healthy nodes (best now: "
+              "d1 with 1)");
+    // Planning looks past the busy nodes: the job could run in d1 later;
+    // only run-now writes AdminComment.
+    const Outcome later = decide(job("strict:nvlink", 2), SelectMode::WillRun);
+    ASSERT_EQ(later.offer, Offer::Narrowed);
+    EXPECT_EQ(later.nodes, (std::vector<int>{0, 1}));
+    EXPECT_TRUE(later.annotation_now.empty());
+    EXPECT_FALSE(later.annotate_placed);
+}
+
+TEST_F(Session, PreferJobFallsBackOnceItsWaitIsOver)
+{
+    load();
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};
+    JobFacts f = job("prefer:nvlink", 2);
+    const Outcome before = decide(f, SelectMode::RunNow);
+    EXPECT_EQ(before.offer, Offer::Refuse);
+    EXPECT_EQ(before.verdict_after(false), SelectVerdict::Waiting);
+    EXPECT_EQ(before.annotation_now.rfind("waiting policy=prefer:nvlink reason=waiting for an NVLink domain", 0), 0u)
+        << before.annotation_now;
+
+    f.eligible_since = now_ - 300;  // PreferWaitSec=300 has passed
+    const Outcome after = decide(f, SelectMode::RunNow);
+    ASSERT_EQ(after.offer, Offer::Narrowed);  // best effort, still the closest nodes
+    EXPECT_EQ(after.nodes.size(), 2u);
+    EXPECT_TRUE(after.fallback_to_allowed);
+    EXPECT_EQ(after.verdict_after(true), SelectVerdict::Placed);
+    EXPECT_EQ(after.verdict_after(false), SelectVerdict::Stock);
+
+    // Nothing free at all: the engine finds nothing, the job says why and
+    // cons_tres decides on everything allowed.
+    free_.assign(8, 0);
+    const Outcome none = decide(f, SelectMode::RunNow);
+    EXPECT_EQ(none.offer, Offer::Stock);
+    EXPECT_EQ(none.verdict_after(true), SelectVerdict::Stock);
+    EXPECT_EQ(none.annotation_now.rfind("waiting policy=prefer:nvlink reason=", 0), 0u) << none.annotation_now;
+}
+
+TEST_F(Session, DefaultTopologyComesFromThePartition)
+{
+    load("PartitionName=gpu DefaultTopology=strict:leaf\n");
+    JobFacts f = job("", 2);
+    f.spank_env = {};
+    f.partition = "gpu";
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};
+    Outcome o = decide(f, SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed) << o.annotation_now;
+    EXPECT_EQ(o.policy, "strict:leaf");
+    f.partition = "other";  // the cluster-wide prefer:nvlink
+    o = decide(f, SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Refuse);
+    EXPECT_EQ(o.annotation_now.rfind("waiting policy=prefer:nvlink ", 0), 0u) << o.annotation_now;
+}
+
+TEST_F(Session, TestOnlyIsNeverBlockedBySignals)
+{
+    load("", "\"power\": {\"site\": {\"budget_kw\": 10, \"draw_kw\": 10}}, "
+             "\"maintenance\": [{\"id\": \"mw-1\", \"start\": " + std::to_string(now_ - 60) +
+                 ", \"end\": " + std::to_string(now_ + 7200) + ", \"nodes\": \"n[1-2]\"}]");
+    const JobFacts f = job("prefer:nvlink", 2, "training");  // deferrable: waits for site power
+    const Outcome now = decide(f, SelectMode::RunNow);
+    EXPECT_EQ(now.offer, Offer::Refuse);
+    EXPECT_EQ(now.verdict_after(false), SelectVerdict::Blocked);
+    EXPECT_TRUE(now.ruled_out.empty());  // blocked before anything is cleared
+    EXPECT_EQ(now.annotation_now, "waiting policy=prefer:nvlink reason=site power: 0.0 kW free of 10.0 kW, "
+                                  "maintenance mw-1: 2 nodes avoided");
+    const Outcome later = decide(f, SelectMode::WillRun);
+    EXPECT_EQ(later.offer, Offer::Refuse);
+    EXPECT_EQ(later.verdict_after(false), SelectVerdict::Blocked);
+    EXPECT_TRUE(later.annotation_now.empty());
+    // Could it ever run? Yes, anywhere: neither power nor maintenance answers that.
+    const Outcome ever = decide(f, SelectMode::TestOnly);
+    ASSERT_EQ(ever.offer, Offer::Narrowed);
+    EXPECT_EQ(ever.nodes, (std::vector<int>{0, 1}));
+    EXPECT_TRUE(ever.ruled_out.empty());
+    EXPECT_TRUE(ever.annotation_now.empty());
+    EXPECT_EQ(ever.signals_note, "");
+}
+
+TEST_F(Session, MaintenanceClearsNodesFromEveryPath)
+{
+    load("", "\"maintenance\": [{\"id\": \"mw-1\", \"start\": " + std::to_string(now_ - 60) +
+                 ", \"end\": " + std::to_string(now_ + 7200) + ", \"nodes\": \"n[1-2]\"}]");
+    // any: cons_tres decides, on what maintenance leaves.
+    Outcome o = decide(job("any", 2), SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Stock);
+    EXPECT_EQ(o.ruled_out, (std::vector<int>{0, 1}));
+    EXPECT_TRUE(o.annotation_now.empty());
+    EXPECT_EQ(o.annotation_accepted, "policy=any maintenance mw-1: 2 nodes avoided");
+    // strict: the placement avoids them and says so.
+    o = decide(job("strict:nvlink", 2), SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.nodes, (std::vector<int>{2, 3}));
+    EXPECT_EQ(o.ruled_out, (std::vector<int>{0, 1}));
+    EXPECT_EQ(placed(o), "domains=d2 leaves=leaf1 policy=strict:nvlink score=0 reason=d2, best fit (0 of 2 nodes "
+                         "left free there) signals=maintenance mw-1: 2 nodes avoided");
+    // Fewer nodes left than the job's minimum: blocked, after clearing.
+    o = decide(job("prefer:nvlink", 7), SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Refuse);
+    EXPECT_EQ(o.verdict_after(false), SelectVerdict::Blocked);
+    EXPECT_EQ(o.ruled_out, (std::vector<int>{0, 1}));
+    EXPECT_EQ(o.annotation_now, "waiting policy=prefer:nvlink reason=maintenance mw-1: 2 nodes avoided");
+}
+
+TEST_F(Session, JobsThatNameTheirNodesAreSlurms)
+{
+    load("", "\"power\": {\"site\": {\"budget_kw\": 10, \"draw_kw\": 10}}");
+    logs_.clear();  // the feed's "fresh" line
+    JobFacts f = job("strict:nvlink", 2, "training");
+    f.names_nodes = true;
+    f.spank_env.push_back("M2G_SEGMENT=not-a-number");  // not even decoded
+    const Outcome o = decide(f, SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Stock);
+    EXPECT_EQ(o.verdict_after(true), SelectVerdict::Stock);
+    EXPECT_TRUE(o.ruled_out.empty());
+    EXPECT_TRUE(o.annotation_now.empty());
+    EXPECT_TRUE(o.annotation_accepted.empty());
+    EXPECT_TRUE(logs_.empty()) << joined_logs();
+}
+
+TEST_F(Session, JobStartedBooksItsPowerUntilTheNextSnapshot)
+{
+    // Rack d1: 10 kW budget, 5.5 kW drawn: room for two 2 kW nodes.
+    load("", "\"power\": {\"racks\": {\"d1\": {\"budget_kw\": 10, \"draw_kw\": 5.5}}}");
+    const JobFacts f = job("prefer:nvlink", 2, "training");
+    Outcome o = decide(f, SelectMode::RunNow);
+    EXPECT_TRUE(o.ruled_out.empty()) << o.reason;
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.nodes, (std::vector<int>{0, 1}));
+
+    session_.job_started(f, o.nodes, now_);  // 4 kW more in d1, not yet in the feed
+    o = decide(f, SelectMode::RunNow);
+    EXPECT_EQ(o.ruled_out, (std::vector<int>{0, 1}));
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.nodes, (std::vector<int>{2, 3}));
+    EXPECT_EQ(o.signals_note, " signals=rack d1 over budget: 0.5 kW free, job needs 2.0 kW/node");
+    // Not deferrable (no class): power never trims it.
+    EXPECT_TRUE(decide(job("prefer:nvlink", 2), SelectMode::RunNow).ruled_out.empty());
+
+    const StatsSnapshot s = session_.counters().snapshot(now_);
+    EXPECT_EQ(s.placement_domains.count(), 1u);
+    EXPECT_EQ(s.fit_one_domain, 1u);
+}
+
+TEST_F(Session, ABrokenIntentUsesTheDefaults)
+{
+    load();
+    JobFacts f = job("strict:nvlink", 2);
+    f.spank_env = {"M2G_TOPOLOGY=sideways"};
+    const Outcome o = decide(f, SelectMode::RunNow);
+    EXPECT_EQ(o.policy, "prefer:nvlink");
+    ASSERT_EQ(logs_.size(), 1u);
+    EXPECT_EQ(logs_[0].first, LogLevel::Error);
+    EXPECT_EQ(logs_[0].second.rfind("JobId=42: ", 0), 0u) << logs_[0].second;
+    EXPECT_NE(logs_[0].second.find("; using the defaults"), std::string::npos) << logs_[0].second;
+}
+
+TEST_F(Session, LoadKeepsThePreviousModelOnError)
+{
+    write("m2g.conf", "NodeName=n[1-2] Gpus=four\n");
+    EXPECT_FALSE(session_.load(dir_ + "/m2g.conf", now_));
+    EXPECT_FALSE(session_.active());
+    ASSERT_EQ(logs_.size(), 1u);
+    EXPECT_NE(logs_[0].second.find("; jobs are placed by cons_tres alone"), std::string::npos) << logs_[0].second;
+
+    load();
+    EXPECT_EQ(details_.back(), "verbose: m2g.conf loaded: 8 nodes, 4 NVLink domains");
+    EXPECT_FALSE(session_.load(dir_ + "/m2g.conf", now_));  // unchanged
+    EXPECT_EQ(details_.back(), "debug: m2g.conf unchanged; model and signals feed stay");
+
+    write("m2g.conf", std::string(kCluster) + "DomainName=d5 Nodes=n9\n");
+    EXPECT_FALSE(session_.load(dir_ + "/m2g.conf", now_));
+    EXPECT_TRUE(session_.active());
+    EXPECT_EQ(session_.model_nodes(), 8u);
+    EXPECT_NE(logs_.back().second.find("; keeping the previous m2g.conf in force"), std::string::npos)
+        << logs_.back().second;
+}
+
+TEST(JobNodeCount, FollowsSlurmsRequest)
+{
+    EXPECT_EQ(job_node_count(2, 0, 0), 2);
+    EXPECT_EQ(job_node_count(2, 4, 3), 3);
+    EXPECT_EQ(job_node_count(2, 4, 8), 4);
+    EXPECT_EQ(job_node_count(2, 0, 8), 8);
+    EXPECT_EQ(job_node_count(4, 8, 2), 4);
+}
+
+}  // namespace
