@@ -12,10 +12,19 @@ M2G_CONFIGURE_EXTRA=${M2G_CONFIGURE_EXTRA:-}
 M2G_DATA=${M2G_DATA:-$(cd "$M2G_TOP/.." && pwd)/shared/data}
 export M2G_DATA
 
-# m2g_build LOG: bootstrap, autogen, configure (once), make. Output to LOG.
+# m2g_build LOG [RELEASE]: bootstrap, autogen, configure (once), make.
+# Output to LOG. RELEASE (default $M2G_SLURM, else 22.05): the Slurm to
+# build against: 22.05 is Debian's packages; another release is built from
+# its tarball by `m2g-bootstrap --slurm RELEASE` and used with --with-slurm.
 m2g_build() {
-  local log=$1 slurm_src
-  slurm_src=$("$M2G_TOP/contrib/m2g-bootstrap") || return 1
+  local log=$1 rel=${2:-${M2G_SLURM:-22.05}} slurm_src slurm_prefix=""
+  : >"$log"
+  if [ "$rel" = 22.05 ]; then
+    slurm_src=$("$M2G_TOP/contrib/m2g-bootstrap" 2>>"$log") || return 1
+  else
+    slurm_src=$("$M2G_TOP/contrib/m2g-bootstrap" --slurm "$rel" 2>>"$log") || return 1
+    slurm_prefix=$("$M2G_TOP/contrib/m2g-bootstrap" --slurm "$rel" --print-slurm-prefix 2>>"$log") || return 1
+  fi
   {
     if [ ! -x "$M2G_TOP/configure" ] || [ "$M2G_TOP/configure.ac" -nt "$M2G_TOP/configure" ] ||
        [ "$M2G_TOP/Makefile.am" -nt "$M2G_TOP/Makefile.in" ]; then
@@ -30,7 +39,7 @@ m2g_build() {
     if [ -f config.status ]; then
       eval "set -- $(./config.status --config)"
     else
-      set -- --with-slurm-source="$slurm_src" --enable-werror
+      set -- --with-slurm-source="$slurm_src" ${slurm_prefix:+--with-slurm="$slurm_prefix"} --enable-werror
     fi
     for arg in $M2G_CONFIGURE_EXTRA; do
       case " $* " in *" $arg "*) ;; *) set -- "$@" "$arg"; reconf=yes ;; esac
@@ -42,5 +51,5 @@ m2g_build() {
       [ $reconf = no ] || make clean
     fi
     make -j2
-  } >"$log" 2>&1
+  } >>"$log" 2>&1
 }

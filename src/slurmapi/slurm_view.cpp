@@ -26,14 +26,50 @@ extern "C" {
 #include <slurm/slurm_errno.h>
 #include <slurm/slurmdb.h>
 
-// Exported by libslurm but not declared in 22.05's public headers:
-// - slurm_job_reason_string(): an alias of job_reason_string(), as squeue's
-//   %r prints it; the string is static, not freed;
+// Exported by libslurm but not declared in its public headers:
+// - the job reason as squeue's %r prints it (22.05: slurm_job_reason_string,
+//   an alias of job_reason_string(); 23.11+: slurm_job_state_reason_string);
+//   the string is static, not freed;
 // - slurm_xfree(): xfree(), which frees what libslurm xmalloc()ed and sets
 //   the pointer to NULL (see JobMsgFree).
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+const char* slurm_job_state_reason_string(enum job_state_reason inx);
+#else
 char* slurm_job_reason_string(enum job_state_reason inx);
+#endif
 void slurm_xfree(void** item);
 }
+
+// Spellings of the public API that changed after 22.05 (tested: 22.05.8
+// and 26.05): list and hostlist types are structs, not pointer typedefs;
+// errors are in errno; jobs are named by a step id; the configuration is
+// freed by slurm_free_conf().
+namespace {
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+using SlurmList = list_t*;
+using SlurmListIter = list_itr_t*;
+using SlurmHostlist = hostlist_t*;
+int last_slurm_errno() { return errno; }
+const char* job_reason_text(job_state_reason r) { return slurm_job_state_reason_string(r); }
+int load_one_job(job_info_msg_t** raw, uint32_t job_id, uint16_t flags)
+{
+    slurm_step_id_t id{};  // what SLURM_STEP_ID_INITIALIZER (a C compound literal) sets
+    id.job_id = job_id;
+    id.step_het_comp = NO_VAL;
+    id.step_id = NO_VAL;
+    return slurm_load_job(raw, id, flags);
+}
+void free_conf(slurm_conf_t* c) { slurm_free_conf(c); }
+#else
+using SlurmList = List;
+using SlurmListIter = ListIterator;
+using SlurmHostlist = hostlist_t;
+int last_slurm_errno() { return slurm_get_errno(); }
+const char* job_reason_text(job_state_reason r) { return slurm_job_reason_string(r); }
+int load_one_job(job_info_msg_t** raw, uint32_t job_id, uint16_t flags) { return slurm_load_job(raw, job_id, flags); }
+void free_conf(slurm_conf_t* c) { slurm_free_ctl_conf(c); }
+#endif
+}  // namespace
 
 namespace m2g {
 
@@ -65,7 +101,7 @@ void init_slurm()
 
 std::string slurm_error_text()
 {
-    const int e = slurm_get_errno();
+    const int e = last_slurm_errno();
     const char* s = slurm_strerror(e);
     return s && *s ? s : "error " + std::to_string(e);
 }
@@ -147,7 +183,7 @@ std::vector<int> model_nodes(const Model& m, const char* nodes)
     std::vector<int> out;
     if (!nodes || !*nodes)
         return out;
-    hostlist_t hl = slurm_hostlist_create(nodes);
+    SlurmHostlist hl = slurm_hostlist_create(nodes);
     if (!hl)
         return out;
     while (char* h = slurm_hostlist_shift(hl)) {
@@ -204,7 +240,7 @@ JobView job_view(const Model& m, const slurm_job_info_t& j)
     v.name = str(j.name);
     v.state = job_state(j.job_state);
     if (v.state == JobState::Pending && j.state_reason != WAIT_NO_REASON)
-        v.slurm_reason = str(slurm_job_reason_string(static_cast<job_state_reason>(j.state_reason)));
+        v.slurm_reason = str(job_reason_text(static_cast<job_state_reason>(j.state_reason)));
     v.admin_comment = str(j.admin_comment);
     v.partition = str(j.partition);
     v.account = str(j.account);
@@ -329,8 +365,8 @@ std::optional<JobView> load_job(const Model& m, uint32_t job_id)
 {
     init_slurm();
     job_info_msg_t* raw = nullptr;
-    if (slurm_load_job(&raw, job_id, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS) {
-        if (slurm_get_errno() == ESLURM_INVALID_JOB_ID)
+    if (load_one_job(&raw, job_id, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS) {
+        if (last_slurm_errno() == ESLURM_INVALID_JOB_ID)
             return std::nullopt;
         throw_ctld(("loading job " + std::to_string(job_id)).c_str());
     }
@@ -344,9 +380,9 @@ std::optional<JobView> load_job(const Model& m, uint32_t job_id)
 namespace {
 
 struct ListFree {
-    void operator()(void* l) const { slurm_list_destroy(static_cast<List>(l)); }
+    void operator()(void* l) const { slurm_list_destroy(static_cast<SlurmList>(l)); }
 };
-using ListPtr = std::unique_ptr<std::remove_pointer_t<List>, ListFree>;
+using ListPtr = std::unique_ptr<std::remove_pointer_t<SlurmList>, ListFree>;
 
 struct DbConn {
     void* conn = nullptr;
@@ -384,7 +420,7 @@ uint32_t db_gpu_tres_id(void* conn)
     if (!recs)
         return 0;
     uint32_t id = 0;
-    ListIterator it = slurm_list_iterator_create(recs.get());
+    SlurmListIter it = slurm_list_iterator_create(recs.get());
     while (auto* t = static_cast<slurmdb_tres_rec_t*>(slurm_list_next(it)))
         if (t->type && t->name && std::string_view(t->type) == "gres" && std::string_view(t->name) == "gpu")
             id = t->id;
@@ -427,7 +463,7 @@ std::optional<JobView> load_job_from_accounting(const Model& m, uint32_t job_id)
     if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS)
         throw_ctld("loading its configuration");
     const std::string cluster = str(conf->cluster_name);
-    slurm_free_ctl_conf(conf);
+    free_conf(conf);
 
     DbConn db;
     uint16_t flags = 0;
@@ -463,7 +499,7 @@ std::optional<JobView> load_job_from_accounting(const Model& m, uint32_t job_id)
                     slurm_error_text());
     const uint32_t gpu_id = db_gpu_tres_id(db.conn);
     std::optional<JobView> out;
-    ListIterator it = slurm_list_iterator_create(recs.get());
+    SlurmListIter it = slurm_list_iterator_create(recs.get());
     while (auto* rec = static_cast<slurmdb_job_rec_t*>(slurm_list_next(it))) {
         // The last record of a requeued job is its latest run.
         if (rec->jobid == job_id)

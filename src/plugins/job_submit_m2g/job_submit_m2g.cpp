@@ -52,6 +52,10 @@
 #include "topology/tres.hpp"
 #include "topology/well_known.hpp"
 
+// Slurm 23.11+'s extra_constraints.h (included by slurmctld.h) names a
+// struct member `operator`, a C++ keyword; renaming the member inside this
+// file changes no layout.
+#define operator m2g_slurm_operator
 extern "C" {
 #include "config.h"  // Slurm's, from --with-slurm-source
 
@@ -67,13 +71,16 @@ extern "C" {
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 }
+#undef operator
+#include "plugins/common/slurm_compat.hpp"
 
 extern "C" const char plugin_name[] = "m2g admission: power, thermal, demand-response and maintenance (job_submit/m2g)";
 extern "C" const char plugin_type[] = "job_submit/m2g";
 extern "C" const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
-#if SLURM_VERSION_NUMBER != SLURM_VERSION_NUM(22, 5, 8)
-#warning "job_submit/m2g is tested only with Slurm 22.05.8; job records change between releases"
+#if SLURM_VERSION_NUMBER != SLURM_VERSION_NUM(22, 5, 8) && \
+    (SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(26, 5, 0) || SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 6, 0))
+#warning "job_submit/m2g is tested with Slurm 22.05.8 and 26.05; job records change between releases"
 #endif
 
 namespace {
@@ -539,7 +546,13 @@ void release_pass(Shared& s)
     const Current c = current(s, now);
     if (!c.model)
         return;
-    slurmctld_lock_t lock = {NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK};
+    // conf, job (write: begin time, AdminComment), node, partition, federation
+    // (and, since 23.11, the select plugin's node data: not touched).
+    slurmctld_lock_t lock = {NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK
+#if M2G_SLURM_NEW_API
+                             , NO_LOCK
+#endif
+    };
     lock_slurmctld(lock);
     {
         std::lock_guard<std::mutex> lk(s.wake_mu);
@@ -551,7 +564,7 @@ void release_pass(Shared& s)
     int changed = 0;
     Pass pass{c, now, c.view.hold || !m2g::active_events(c.view.snap.get(), now).empty(), {}};
     if (job_list) {
-        ListIterator it = list_iterator_create(job_list);
+        m2g_list_itr_t it = list_iterator_create(job_list);
         job_record_t* job;
         while ((job = static_cast<job_record_t*>(list_next(it)))) {
             try {
@@ -909,7 +922,11 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
     return SLURM_SUCCESS;
 }
 
+#if M2G_SLURM_NEW_API
+extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid, char** err_msg)
+#else
 extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid)
+#endif
 {
     // Owners may not pull a job m2g deferred forward with
     // `scontrol update StartTime=`; operators and admins may, and that is
@@ -933,6 +950,13 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint3
         if (earlier) {
             info("%sJobId=%u: uid %u may not move its begin time before m2g's (%s)", kLog, job_ptr->job_id,
                  submit_uid, part.c_str());
+#if M2G_SLURM_NEW_API
+            // 23.11+ hands this message to the user's scontrol.
+            if (err_msg && !*err_msg)
+                *err_msg = xstrdup(("m2g: this job waits for " + part +
+                                    "; only an operator or admin may move its start time earlier")
+                                       .c_str());
+#endif
             return ESLURM_ACCESS_DENIED;
         }
     } catch (...) {

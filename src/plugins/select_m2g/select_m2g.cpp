@@ -30,25 +30,35 @@
 #include "topology/well_known.hpp"
 
 // Slurm's headers are C; select.h's ops table trips C++'s -Wparentheses.
+// 23.11+'s extra_constraints.h (through slurmctld.h) names a struct member
+// `operator`, a C++ keyword: renamed inside this file, which changes no layout.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wparentheses"
+#define operator m2g_slurm_operator
 extern "C" {
 #include "config.h"  // Slurm's, from --with-slurm-source
 
 #include "slurm/slurm.h"
 #include "slurm/slurm_errno.h"
 #include "src/common/bitstring.h"
-#include "src/common/gres.h"
 #include "src/common/list.h"
 #include "src/common/log.h"
 #include "src/common/node_conf.h"
 #include "src/common/read_config.h"
-#include "src/common/select.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+#include "src/interfaces/gres.h"
+#include "src/interfaces/select.h"
+#else
+#include "src/common/gres.h"
+#include "src/common/select.h"
+#endif
 #include "src/slurmctld/slurmctld.h"
 }
+#undef operator
 #pragma GCC diagnostic pop
+#include "plugins/common/slurm_compat.hpp"
 
 // slurmctld's node table lives in libslurmfull. Programs linked with the
 // public libslurm.so also load the select plugin (to unpack node data) and
@@ -66,8 +76,20 @@ extern "C" const char plugin_type[] = "select/cons_tres";
 extern "C" const uint32_t plugin_id = SELECT_PLUGIN_CONS_TRES;
 extern "C" const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
-#if SLURM_VERSION_NUMBER != SLURM_VERSION_NUM(22, 5, 8)
-#warning "select/m2g is tested only with Slurm 22.05.8; the select plugin API changes between releases"
+#if SLURM_VERSION_NUMBER != SLURM_VERSION_NUM(22, 5, 8) && \
+    (SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(26, 5, 0) || SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 6, 0))
+#warning "select/m2g is tested with Slurm 22.05.8 and 26.05; the select plugin API changes between releases"
+#endif
+
+// select_p_job_test's arguments after `mode`, which changed after 22.05: the
+// wrapper passes them through untouched.
+#if M2G_SLURM_NEW_API
+#define M2G_JOB_TEST_TAIL_PARAMS \
+    list_t *preemptee_candidates, list_t **preemptee_job_list, resv_exc_t *resv_exc_ptr, will_run_data_t *will_run_ptr
+#define M2G_JOB_TEST_TAIL_ARGS preemptee_candidates, preemptee_job_list, resv_exc_ptr, will_run_ptr
+#else
+#define M2G_JOB_TEST_TAIL_PARAMS List preemptee_candidates, List *preemptee_job_list, bitstr_t *exc_core_bitmap
+#define M2G_JOB_TEST_TAIL_ARGS preemptee_candidates, preemptee_job_list, exc_core_bitmap
 #endif
 
 namespace {
@@ -76,6 +98,33 @@ constexpr const char* kLog = "m2g: select: ";
 constexpr const char* kStock = M2G_STOCK_PLUGINDIR "/select_cons_tres.so";
 
 // ---- the stock cons_tres -----------------------------------------------------
+#if M2G_SLURM_NEW_API
+// 23.11+ keeps its ops table private to src/interfaces/select.c: the same
+// calls, in the same order as its node_select_syms[].
+struct slurm_select_ops_t {
+    uint32_t* plugin_id;
+    int (*node_init)(void);
+    int (*job_test)(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
+                    uint32_t req_nodes, uint16_t mode, M2G_JOB_TEST_TAIL_PARAMS);
+    int (*job_begin)(job_record_t*);
+    int (*job_ready)(job_record_t*);
+    int (*job_expand)(job_record_t*, job_record_t*);
+    int (*job_resized)(job_record_t*, node_record_t*);
+    void (*job_mem_reduce)(job_record_t*);
+    int (*job_fini)(job_record_t*);
+    int (*job_suspend)(job_record_t*, bool);
+    int (*job_resume)(job_record_t*, bool);
+    int (*nodeinfo_set_all)(void);
+    int (*nodeinfo_set)(job_record_t*);
+    int (*reconfigure)(void);
+};
+const char* const kSyms[] = {
+    "plugin_id", "select_p_node_init", "select_p_job_test", "select_p_job_begin", "select_p_job_ready",
+    "select_p_job_expand", "select_p_job_resized", "select_p_job_mem_reduce", "select_p_job_fini",
+    "select_p_job_suspend", "select_p_job_resume", "select_p_select_nodeinfo_set_all",
+    "select_p_select_nodeinfo_set", "select_p_reconfigure",
+};
+#else
 // Symbol names in the order of slurm_select_ops_t (src/common/select.c).
 const char* const kSyms[] = {
     "plugin_id", "select_p_state_save", "select_p_state_restore", "select_p_job_init", "select_p_node_init",
@@ -89,6 +138,7 @@ const char* const kSyms[] = {
     "select_p_select_jobinfo_unpack", "select_p_select_jobinfo_sprint", "select_p_select_jobinfo_xstrdup",
     "select_p_get_info_from_plugin", "select_p_update_node_config", "select_p_reconfigure", "select_p_resv_test",
 };
+#endif
 static_assert(sizeof(kSyms) / sizeof(kSyms[0]) * sizeof(void*) == sizeof(slurm_select_ops_t),
               "slurm_select_ops_t and the symbol list disagree");
 
@@ -101,7 +151,7 @@ slurm_select_ops_t g_ops;
 // forwards, and calls nothing that is not there.
 bool client_only()
 {
-    static const bool client = dlsym(RTLD_DEFAULT, "running_in_slurmctld") == nullptr;
+    static const bool client = dlsym(RTLD_DEFAULT, M2G_DAEMON_PROBE_SYMBOL) == nullptr;
     return client;
 }
 
@@ -198,7 +248,7 @@ int gpus_per_node(job_record_t* job, uint32_t nodes)
     if (!job->gres_list_req)
         return 0;
     uint64_t per_node = 0;
-    ListIterator it = list_iterator_create(job->gres_list_req);
+    m2g_list_itr_t it = list_iterator_create(job->gres_list_req);
     gres_state_t* gs;
     while ((gs = static_cast<gres_state_t*>(list_next(it)))) {
         if (!gs->gres_name || strcmp(gs->gres_name, "gpu"))
@@ -222,7 +272,7 @@ int free_gpus(node_record_t* node)
     if (!node->gres_list)
         return 0;
     uint64_t avail = 0;
-    ListIterator it = list_iterator_create(node->gres_list);
+    m2g_list_itr_t it = list_iterator_create(node->gres_list);
     gres_state_t* gs;
     while ((gs = static_cast<gres_state_t*>(list_next(it)))) {
         if (!gs->gres_name || strcmp(gs->gres_name, "gpu"))
@@ -359,13 +409,11 @@ extern "C" int fini(void)
 // Outcome back onto the bitmap and cons_tres; `verdict` says how it was
 // decided (for the counters).
 static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
-                    uint32_t req_nodes, uint16_t mode, List preemptee_candidates, List* preemptee_job_list,
-                    bitstr_t* exc_core_bitmap, m2g::SelectVerdict& verdict)
+                    uint32_t req_nodes, uint16_t mode, M2G_JOB_TEST_TAIL_PARAMS, m2g::SelectVerdict& verdict)
 {
     verdict = m2g::SelectVerdict::Stock;
     auto stock = [&](bitstr_t* bm) {
-        return g_ops.job_test(job_ptr, bm, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
-                              preemptee_job_list, exc_core_bitmap);
+        return g_ops.job_test(job_ptr, bm, min_nodes, max_nodes, req_nodes, mode, M2G_JOB_TEST_TAIL_ARGS);
     };
     if (!g_session->active() || !job_ptr || !job_ptr->details || !bitmap)
         return stock(bitmap);
@@ -427,13 +475,12 @@ static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
 }
 
 extern "C" int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
-                                 uint32_t req_nodes, uint16_t mode, List preemptee_candidates,
-                                 List* preemptee_job_list, bitstr_t* exc_core_bitmap)
+                                 uint32_t req_nodes, uint16_t mode, M2G_JOB_TEST_TAIL_PARAMS)
 {
     const auto t0 = std::chrono::steady_clock::now();
     m2g::SelectVerdict verdict = m2g::SelectVerdict::Stock;
-    const int rc = job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
-                            preemptee_job_list, exc_core_bitmap, verdict);
+    const int rc = job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, M2G_JOB_TEST_TAIL_ARGS,
+                            verdict);
     record_decision(verdict, t0);
     return rc;
 }
@@ -447,9 +494,6 @@ extern "C" int select_p_reconfigure(void)
 
 // ---- everything else goes to cons_tres unchanged ------------------------------
 extern "C" {
-int select_p_state_save(char* dir) { return g_ops.state_save(dir); }
-int select_p_state_restore(char* dir) { return g_ops.state_restore(dir); }
-int select_p_job_init(List jobs) { return g_ops.job_init(jobs); }
 int select_p_node_init(void)
 {
     g.node_count = -1;  // the node table may have changed
@@ -465,10 +509,19 @@ int select_p_job_begin(job_record_t* j)
 int select_p_job_ready(job_record_t* j) { return g_ops.job_ready(j); }
 int select_p_job_expand(job_record_t* a, job_record_t* b) { return g_ops.job_expand(a, b); }
 int select_p_job_resized(job_record_t* j, node_record_t* n) { return g_ops.job_resized(j, n); }
-int select_p_job_signal(job_record_t* j, int s) { return g_ops.job_signal(j, s); }
 int select_p_job_fini(job_record_t* j) { return g_ops.job_fini(j); }
 int select_p_job_suspend(job_record_t* j, bool i) { return g_ops.job_suspend(j, i); }
 int select_p_job_resume(job_record_t* j, bool i) { return g_ops.job_resume(j, i); }
+int select_p_select_nodeinfo_set_all(void) { return g_ops.nodeinfo_set_all(); }
+int select_p_select_nodeinfo_set(job_record_t* j) { return g_ops.nodeinfo_set(j); }
+#if M2G_SLURM_NEW_API
+void select_p_job_mem_reduce(job_record_t* j) { g_ops.job_mem_reduce(j); }
+#else
+// 22.05 only: node and job info packing for clients, steps, reservations.
+int select_p_state_save(char* dir) { return g_ops.state_save(dir); }
+int select_p_state_restore(char* dir) { return g_ops.state_restore(dir); }
+int select_p_job_init(List jobs) { return g_ops.job_init(jobs); }
+int select_p_job_signal(job_record_t* j, int s) { return g_ops.job_signal(j, s); }
 bitstr_t* select_p_step_pick_nodes(job_record_t* j, select_jobinfo_t* s, uint32_t c, bitstr_t** a)
 {
     return g_ops.step_pick_nodes(j, s, c, a);
@@ -482,8 +535,6 @@ int select_p_select_nodeinfo_unpack(select_nodeinfo_t** n, buf_t* b, uint16_t v)
 }
 select_nodeinfo_t* select_p_select_nodeinfo_alloc(void) { return g_ops.nodeinfo_alloc(); }
 int select_p_select_nodeinfo_free(select_nodeinfo_t* n) { return g_ops.nodeinfo_free(n); }
-int select_p_select_nodeinfo_set_all(void) { return g_ops.nodeinfo_set_all(); }
-int select_p_select_nodeinfo_set(job_record_t* j) { return g_ops.nodeinfo_set(j); }
 int select_p_select_nodeinfo_get(select_nodeinfo_t* n, enum select_nodedata_type t, enum node_states s, void* d)
 {
     return g_ops.nodeinfo_get(n, t, s, d);
@@ -518,4 +569,5 @@ bitstr_t* select_p_resv_test(resv_desc_msg_t* r, uint32_t c, bitstr_t* a, bitstr
 {
     return g_ops.resv_test(r, c, a, core);
 }
+#endif
 }

@@ -1,0 +1,23 @@
+// Names that differ between the Slurm releases the adapters build against:
+// 22.05 (Debian 12) and 23.11 or later (tested with 26.05). Include after
+// Slurm's own headers, inside no namespace. Only spellings live here, no
+// behaviour: where a release changed what a call does, the adapter says so
+// where it calls it.
+#pragma once
+
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+#define M2G_SLURM_NEW_API 1
+// 23.11 made list_t/list_itr_t/hostlist_t the types, not pointer typedefs.
+typedef list_t* m2g_list_t;
+typedef list_itr_t* m2g_list_itr_t;
+typedef hostlist_t* m2g_hostlist_t;
+// A function only Slurm's daemons and internal clients have (libslurmfull):
+// 23.11 made running_in_slurmctld() a macro over run_in_daemon().
+#define M2G_DAEMON_PROBE_SYMBOL "run_in_daemon"
+#else
+#define M2G_SLURM_NEW_API 0
+typedef List m2g_list_t;
+typedef ListIterator m2g_list_itr_t;
+typedef hostlist_t m2g_hostlist_t;
+#define M2G_DAEMON_PROBE_SYMBOL "running_in_slurmctld"
+#endif
