@@ -18,6 +18,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <errno.h>
+
+/* 23.11 dropped slurm_get_errno() (errors are in errno) and 26.05 names the
+ * submitted job by a step id. */
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+#define last_error() errno
+#else
+#define last_error() slurm_get_errno()
+#endif
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
+#define submitted_job_id(r) ((r)->step_id.job_id)
+#else
+#define submitted_job_id(r) ((r)->job_id)
+#endif
 
 static char* read_file(const char* path)
 {
@@ -96,10 +110,10 @@ int main(int argc, char** argv)
         strcpy(cwd, "/tmp");
     d.work_dir = cwd;
     if (slurm_submit_batch_job(&d, &resp) != SLURM_SUCCESS) {
-        fprintf(stderr, "bridge-submit: job submission failed: %s\n", slurm_strerror(slurm_get_errno()));
+        fprintf(stderr, "bridge-submit: job submission failed: %s\n", slurm_strerror(last_error()));
         return 1;
     }
-    printf("%u\n", resp->job_id);
+    printf("%u\n", submitted_job_id(resp));
     if (resp->job_submit_user_msg)
         fprintf(stderr, "bridge-submit: %s\n", resp->job_submit_user_msg);
     slurm_free_submit_response_response_msg(resp);
