@@ -18,6 +18,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "topology/annotation.hpp"
 #include "topology/error.hpp"
 #include "topology/tres.hpp"
 
@@ -223,9 +224,9 @@ std::string user_name(const char* name, uint32_t uid)
 // class= and w_gpu= of the admission part (written by job_submit/m2g).
 void apply_annotation(JobView& v)
 {
-    const ParsedAnnotation a = parse_annotation(v.admin_comment);
-    v.intent.workload_class = a.workload_class;
-    v.intent.power_w_per_gpu = a.w_gpu;
+    const std::optional<AdmissionAnnotation> a = read_annotation(v.admin_comment).admission;
+    v.intent.workload_class = a ? a->workload_class.value_or(WorkloadClass::Unset) : WorkloadClass::Unset;
+    v.intent.power_w_per_gpu = a ? a->w_gpu : 0;
 }
 
 int64_t limit_seconds(uint32_t minutes)

@@ -6,12 +6,130 @@
 // it waits for); job_submit/m2g writes the admission part, which starts
 // with "admission=". Each writer replaces only its own part, and any text other
 // tools keep in AdminComment outside the segment is left as it is.
+//
+// Both parts are key=value words that sacct users read as they are, so
+// they stay plain text; PlacementAnnotation and AdmissionAnnotation are
+// their typed form, format() their one writer and parse_placement() /
+// parse_admission() their one parser (`m2g explain`, `m2g status`,
+// m2g-exporter and the release thread read them through it):
+//
+//   placement, by state:
+//     Placed   domains=<d,...|-> leaves=<l,...|-> policy=<p> score=<s> reason=<why>[ signals=<notes>]
+//     Waiting  waiting policy=<p> reason=<what it waits for>[ signals=<notes>]
+//     Stock    policy=<p> <notes>          (locality any: cons_tres placed it, the gate left notes)
+//   admission:
+//     [released at <RFC 3339>: ][monitor would ]<admit|defer|pace|reject>[ class=<c>][ w_gpu=<W>]
+//     [ until=<RFC 3339>][ cause=<c>][ reason=<why>][ avoid=<n> nodes (<for>)][ user_begin=<epoch s>]
+//
+// reason= and signals= run to the end of the placement part (reason= up to
+// " signals="); the admission reason= runs up to " avoid=" or
+// " user_begin=", avoid= up to " user_begin=": they may hold '=' and
+// spaces. Free text is written on one line with ';' and ']' replaced by
+// ',' and ')', so parse(format(x)) == x for any x whose text fields hold
+// none of ";]\n\r\t", do not start or end with a space, and do not contain
+// the words that end them (" signals=", " avoid=", " user_begin=").
+// Parsing never throws on any text: what it does not recognise stays empty.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "topology/admission.hpp"
+#include "topology/intent.hpp"
 
 namespace m2g {
+
+// ---- the placement part (select/m2g) ----------------------------------------------
+
+enum class PlacementState {
+    None,     // no placement text m2g recognises
+    Placed,   // the engine chose the nodes
+    Waiting,  // the job waits (topology, power, pacing, maintenance, ...)
+    Stock,    // locality any: cons_tres placed it; `signals` says what the gate avoided
+};
+
+struct PlacementAnnotation {
+    PlacementState state = PlacementState::None;
+    std::vector<std::string> domains;  // Placed: NVLink domains (none written "-")
+    std::vector<std::string> leaves;   // Placed: leaf switches (none written "-")
+    std::string policy;                // "strict:nvlink", "prefer:leaf", "any"
+    std::optional<double> score;       // Placed: the engine's score, lower is better
+    std::string reason;                // Placed: why there; Waiting: what it waits for
+    std::string signals;               // what the signals gate avoided or noted ("": nothing)
+
+    bool operator==(const PlacementAnnotation& o) const;
+};
+
+// The placement part's text ("" for state None).
+std::string format(const PlacementAnnotation& p);
+PlacementAnnotation parse_placement(std::string_view text);
+
+// A score as format() writes it: "%g" ("17", "8.5"), with more digits
+// when "%g" would round it.
+std::string format_score(double score);
+
+// ---- the admission part (job_submit/m2g) ------------------------------------------
+
+struct AdmissionAnnotation {
+    int64_t released_at = 0;         // "released at <t>: ": the release thread let the job go at t; 0 not
+    bool monitor = false;            // "monitor would ...": Admission=monitor, nothing enforced
+    std::optional<Verdict> verdict;  // nullopt: none, or a word this m2g does not know
+    // class=: the class admission assumed (Unset is written "none");
+    // nullopt: no class=. A name this m2g does not know (a newer m2g's)
+    // parses to Unset and is kept in unknown_class, which format() writes.
+    std::optional<WorkloadClass> workload_class;
+    std::string unknown_class;
+    int w_gpu = 0;                   // w_gpu=: whole watts per GPU admission assumed; 0 unknown
+    int64_t until = 0;               // until= (epoch s): Defer/Pace eligible from; 0 none
+    std::string cause;               // event id, "maintenance:<id>", "power:site", "failsafe"; "" none
+    std::string reason;              // reason= ("" none)
+    int avoid_nodes = 0;             // avoid=<n> nodes (<avoid_for>): nodes select/m2g keeps it off
+    std::string avoid_for;           //   "maintenance mw-1,mw-2"
+    int64_t user_begin = 0;          // user_begin=: the owner's own --begin (epoch s); 0 none
+
+    // m2g holds the job back: a Defer or Pace in force, not monitor-only
+    // and not released (until= is the caller's to judge).
+    bool waits() const;
+    bool operator==(const AdmissionAnnotation& o) const;
+};
+
+// The admission part's text, without the "admission=" the segment adds.
+std::string format(const AdmissionAnnotation& a);
+AdmissionAnnotation parse_admission(std::string_view text);
+
+// What job_submit/m2g records for decision `d` on a job with `intent`
+// under `ap`: the verdict with until=, cause= and reason= (Defer, Pace;
+// reason= also Reject), avoid= (not Reject), the class and the power per
+// GPU admission assumed, the owner's own --begin (`user_begin`, 0 none)
+// and, with `monitor`, that nothing was enforced. The release thread sets
+// released_at itself.
+AdmissionAnnotation admission_annotation(const Decision& d, const JobIntent& intent, const AdmissionPolicy& ap,
+                                         int64_t user_begin, bool monitor);
+
+// ---- the segment --------------------------------------------------------------------
+
+struct Annotation {
+    std::optional<PlacementAnnotation> placement;  // nullopt: no placement part
+    std::optional<AdmissionAnnotation> admission;  // nullopt: no admission part
+
+    bool operator==(const Annotation& o) const;
+};
+
+// Both parts of `admin_comment`'s segment, parsed.
+Annotation read_annotation(std::string_view admin_comment);
+
+// Whether `admin_comment` holds an m2g segment (an empty one too).
+bool has_annotation(std::string_view admin_comment);
+
+// `comment` with one part of the segment replaced by `part`'s text, as
+// set_annotation() does (an empty text removes the part).
+std::string write_annotation(std::string_view comment, const PlacementAnnotation& part);
+std::string write_annotation(std::string_view comment, const AdmissionAnnotation& part);
+
+// ---- the parts as text ----------------------------------------------------------------
 
 enum class AnnotationPart { Placement, Admission };
 
@@ -23,7 +141,7 @@ bool foreign_structured(std::string_view comment);
 // `comment` with `part` of the m2g segment set to `text` (empty: removed;
 // the segment goes when both parts are empty). ']' and ';' in `text` are
 // replaced by ')' and ',' so the segment stays parseable. A comment that
-// foreign_structured() is returned unchanged.
+// foreign_structured() is returned unchanged. `text` is format()'s.
 std::string set_annotation(std::string_view comment, AnnotationPart part, std::string_view text);
 
 // The text of `part` ("" when absent).

@@ -8,6 +8,7 @@
 #include <exception>
 #include <utility>
 
+#include "topology/annotation.hpp"
 #include "topology/cluster_state.hpp"
 #include "topology/config.hpp"
 #include "topology/error.hpp"
@@ -19,12 +20,37 @@ namespace m2g {
 
 namespace {
 
-std::string names(const Model& m, const std::vector<int>& idx, bool switches)
+std::vector<std::string> names(const Model& m, const std::vector<int>& idx, bool switches)
 {
-    std::string out;
+    std::vector<std::string> out;
     for (int i : idx)
-        out += (out.empty() ? "" : ",") + (switches ? m.switches[i].name : m.domains[i].name);
+        out.push_back(switches ? m.switches[i].name : m.domains[i].name);
     return out;
+}
+
+// Outcome::signals_note is " signals=<what the gate avoided>" (session.hpp).
+constexpr std::string_view kSignalsNote = " signals=";
+
+// The AdminComment placement text of a job that waits under `policy` for
+// `reason`, with the gate's `signals` notes ("" none).
+std::string waiting_text(const std::string& policy, const std::string& reason, const std::string& signals)
+{
+    PlacementAnnotation a;
+    a.state = PlacementState::Waiting;
+    a.policy = policy;
+    a.reason = reason;
+    a.signals = signals;
+    return format(a);
+}
+
+// ... of a job cons_tres placed alone (locality any), with the gate's notes.
+std::string stock_text(const std::string& policy, const std::string& signals)
+{
+    PlacementAnnotation a;
+    a.state = PlacementState::Stock;
+    a.policy = policy;
+    a.signals = signals;
+    return format(a);
 }
 
 }  // namespace
@@ -221,7 +247,6 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
     const SignalsView view = feed_ ? feed_->view(now) : SignalsView{};
     const bool planning = mode != SelectMode::RunNow;
     const bool run_now = mode == SelectMode::RunNow;
-    const std::string waiting = "waiting policy=" + policy + " reason=";
 
     // Live signals first (maintenance, nodes down, rack/row/site power,
     // pacing): they bound every placement, also cons_tres's own.
@@ -245,7 +270,7 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
         o.offer = Outcome::Offer::Refuse;
         o.verdict = SelectVerdict::Blocked;
         if (run_now)
-            o.annotation_now = waiting + gate.reason;
+            o.annotation_now = waiting_text(policy, gate.reason, "");
         return o;
     }
     // What gate() ruled out leaves Slurm's offer too, so no path below
@@ -260,14 +285,14 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
         o.offer = Outcome::Offer::Refuse;
         o.verdict = SelectVerdict::Blocked;
         if (run_now)
-            o.annotation_now = waiting + gate.reason;
+            o.annotation_now = waiting_text(policy, gate.reason, "");
         return o;
     }
     // Starts are booked in job_started() (a successful test here may
     // still not start: preemption, a later failure).
     if (intent.locality == Locality::Any) {
         if (run_now && !gate.reason.empty())
-            o.annotation_accepted = "policy=any " + gate.reason;
+            o.annotation_accepted = stock_text(locality_string(intent), gate.reason);
         return o;
     }
 
@@ -296,11 +321,11 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
         fill_usable(false);
         p = engine_->place(req, usable_, state);
     }
-    const std::string gate_note = gate.reason.empty() ? "" : " signals=" + gate.reason;
+    const std::string gate_note = gate.reason.empty() ? "" : std::string(kSignalsNote) + gate.reason;
 
     if (!p.ok) {
         if (run_now)
-            o.annotation_now = waiting + p.reason + gate_note;
+            o.annotation_now = waiting_text(policy, p.reason, gate.reason);
         // Best effort is allowed: cons_tres decides on everything allowed.
         if (req.locality == Locality::Prefer && req.fallback)
             return o;
@@ -327,14 +352,19 @@ std::string PlacementSession::placed_annotation(const Outcome& o, const std::vec
         return "";
     const Model& m = *model_;
     const Span s = span_of(m, chosen_nodes);
-    std::vector<int> doms, leaves = s.leaf_switches;
+    std::vector<int> doms;
     for (const auto& u : s.domains)
         doms.push_back(u.domain);
-    char score[32];
-    snprintf(score, sizeof score, "%g", o.score);
-    return "domains=" + (doms.empty() ? std::string("-") : names(m, doms, false)) +
-           " leaves=" + (leaves.empty() ? std::string("-") : names(m, leaves, true)) + " policy=" + o.policy +
-           " score=" + score + " reason=" + o.reason + o.signals_note;
+    PlacementAnnotation a;
+    a.state = PlacementState::Placed;
+    a.domains = names(m, doms, false);
+    a.leaves = names(m, s.leaf_switches, true);
+    a.policy = o.policy;
+    a.score = o.score;
+    a.reason = o.reason;
+    if (o.signals_note.rfind(kSignalsNote, 0) == 0)
+        a.signals = o.signals_note.substr(kSignalsNote.size());
+    return format(a);
 }
 
 // A job began: book its power per domain until the feed reports the new

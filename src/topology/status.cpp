@@ -42,40 +42,6 @@ std::string num(double d) { return fmt("%g", d); }
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
-std::vector<std::string_view> words(std::string_view s)
-{
-    std::vector<std::string_view> out;
-    size_t i = 0;
-    while (i < s.size()) {
-        while (i < s.size() && s[i] == ' ')
-            ++i;
-        size_t j = i;
-        while (j < s.size() && s[j] != ' ')
-            ++j;
-        if (j > i)
-            out.push_back(s.substr(i, j - i));
-        i = j;
-    }
-    return out;
-}
-
-std::vector<std::string> split_list(std::string_view s)
-{
-    std::vector<std::string> out;
-    if (s.empty() || s == "-")
-        return out;
-    size_t pos = 0;
-    while (pos <= s.size()) {
-        size_t comma = s.find(',', pos);
-        if (comma == std::string_view::npos)
-            comma = s.size();
-        if (comma > pos)
-            out.emplace_back(s.substr(pos, comma - pos));
-        pos = comma + 1;
-    }
-    return out;
-}
-
 std::string join(const std::vector<std::string>& v, const char* sep)
 {
     std::string out;
@@ -86,29 +52,6 @@ std::string join(const std::vector<std::string>& v, const char* sep)
 
 // Class names as AdminComment and the exporter write them: "none" for Unset.
 std::string class_label(WorkloadClass c) { return c == WorkloadClass::Unset ? "none" : to_string(c); }
-
-bool parse_class(std::string_view text, WorkloadClass& out)
-{
-    for (int i = 1; i < 8; ++i) {
-        const auto c = static_cast<WorkloadClass>(i);
-        if (text == to_string(c)) {
-            out = c;
-            return true;
-        }
-    }
-    return false;
-}
-
-int64_t time_or_zero(const std::string& text)
-{
-    if (text.empty())
-        return 0;
-    try {
-        return parse_signal_time(text, "time");
-    } catch (...) {
-        return 0;
-    }
-}
 
 std::string hostlist_of(const Model& m, const std::vector<int>& nodes)
 {
@@ -138,123 +81,6 @@ std::string elapsed(double seconds)
         std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
                       static_cast<long long>(s % 3600 / 60), static_cast<long long>(s % 60));
     return buf;
-}
-
-// ---- the annotation's key=value fields ------------------------------------------
-
-// Split `text` into fields: a word "key=value" with a key from `keys`
-// starts a field; a field listed in `free_text` runs on over later words
-// (and over other keys) until one of its terminators; words that belong
-// to no field go to `rest`.
-struct FieldSpec {
-    const char* key;
-    bool free_text;
-    std::vector<const char*> ends;  // keys that end a free-text field
-};
-
-std::map<std::string, std::string> fields(const std::vector<std::string_view>& ws, size_t from,
-                                          const std::vector<FieldSpec>& specs, std::string& rest)
-{
-    std::map<std::string, std::string> out;
-    const FieldSpec* cur = nullptr;
-    std::string* val = nullptr;
-    for (size_t i = from; i < ws.size(); ++i) {
-        const std::string_view w = ws[i];
-        const size_t eq = w.find('=');
-        const FieldSpec* hit = nullptr;
-        if (eq != std::string_view::npos && eq > 0)
-            for (const FieldSpec& f : specs)
-                if (w.substr(0, eq) == f.key && !out.count(f.key))
-                    hit = &f;
-        if (hit && cur && cur->free_text &&
-            std::none_of(cur->ends.begin(), cur->ends.end(), [&](const char* k) { return w.substr(0, eq) == k; }))
-            hit = nullptr;
-        if (hit) {
-            cur = hit;
-            val = &out[hit->key];
-            *val = std::string(w.substr(eq + 1));
-        } else if (cur && cur->free_text) {
-            *val += (val->empty() ? "" : " ") + std::string(w);
-        } else {
-            rest += (rest.empty() ? "" : " ") + std::string(w);
-            cur = nullptr;
-        }
-    }
-    return out;
-}
-
-void parse_placement(std::string_view part, ParsedAnnotation& a)
-{
-    const std::vector<std::string_view> ws = words(part);
-    if (ws.empty())
-        return;
-    const bool waiting = ws[0] == "waiting";
-    static const std::vector<FieldSpec> specs{{"domains", false, {}}, {"leaves", false, {}},
-                                              {"policy", false, {}},  {"score", false, {}},
-                                              {"reason", true, {"signals"}}, {"signals", true, {}}};
-    std::string rest;
-    auto f = fields(ws, waiting ? 1 : 0, specs, rest);
-    a.policy = f["policy"];
-    a.domains = split_list(f["domains"]);
-    a.leaves = split_list(f["leaves"]);
-    a.score = f["score"];
-    a.placement_reason = f["reason"];
-    a.signals = f["signals"];
-    if (a.signals.empty() && !a.policy.empty())  // "policy=any <gate notes>"
-        a.signals = rest;
-    if (waiting)
-        a.placement = PlacementKind::Waiting;
-    else if (f.count("policy") || f.count("domains") || f.count("leaves"))
-        a.placement = PlacementKind::Placed;
-}
-
-void parse_admission(std::string_view part, ParsedAnnotation& a)
-{
-    const std::string_view released = "released at ";
-    if (starts_with(part, released)) {
-        const size_t colon = part.find(": ", released.size());
-        if (colon != std::string_view::npos) {
-            a.released_at = time_or_zero(std::string(part.substr(released.size(), colon - released.size())));
-            part.remove_prefix(colon + 2);
-        }
-    }
-    const std::string_view monitor = "monitor would ";
-    if (starts_with(part, monitor)) {
-        a.monitor = true;
-        part.remove_prefix(monitor.size());
-    }
-    const std::vector<std::string_view> ws = words(part);
-    if (ws.empty())
-        return;
-    size_t from = 0;
-    if (ws[0] == "admit" || ws[0] == "defer" || ws[0] == "pace" || ws[0] == "reject") {
-        a.verdict = std::string(ws[0]);
-        from = 1;
-    }
-    static const std::vector<FieldSpec> specs{
-        {"class", false, {}},  {"w_gpu", false, {}},
-        {"until", false, {}},  {"cause", false, {}},
-        {"reason", true, {"avoid", "user_begin"}}, {"avoid", true, {"user_begin"}},
-        {"user_begin", false, {}}};
-    std::string rest;
-    auto f = fields(ws, from, specs, rest);
-    a.cls = f["class"];
-    if (!parse_class(a.cls, a.workload_class))
-        a.workload_class = WorkloadClass::Unset;
-    if (!f["w_gpu"].empty()) {
-        char* end = nullptr;
-        const double w = std::strtod(f["w_gpu"].c_str(), &end);
-        a.w_gpu = end && *end == '\0' && std::isfinite(w) && w > 0 ? w : 0;
-    }
-    a.until = time_or_zero(f["until"]);
-    a.cause = f["cause"];
-    a.admission_reason = f["reason"];
-    a.avoid = f["avoid"];
-    if (!f["user_begin"].empty()) {
-        char* end = nullptr;
-        const long long t = std::strtoll(f["user_begin"].c_str(), &end, 10);
-        a.user_begin = end && *end == '\0' && t > 0 ? t : 0;
-    }
 }
 
 // The first words of a "waiting" placement reason, as a key (status.hpp).
@@ -350,11 +176,36 @@ ParsedAnnotation parse_annotation(std::string_view admin_comment) noexcept
 {
     ParsedAnnotation a;
     try {
-        if (admin_comment.find(kw::kAnnotationOpen) == std::string_view::npos)
-            return a;
-        a.found = true;
-        parse_placement(get_annotation(admin_comment, AnnotationPart::Placement), a);
-        parse_admission(get_annotation(admin_comment, AnnotationPart::Admission), a);
+        a.found = has_annotation(admin_comment);
+        const Annotation read = read_annotation(admin_comment);
+        if (read.placement) {
+            const PlacementAnnotation& p = *read.placement;
+            a.placement = p.state == PlacementState::Waiting ? PlacementKind::Waiting
+                          : p.state == PlacementState::None  ? PlacementKind::None
+                                                             : PlacementKind::Placed;
+            a.policy = p.policy;
+            a.domains = p.domains;
+            a.leaves = p.leaves;
+            a.score = p.score ? format_score(*p.score) : "";
+            a.placement_reason = p.reason;
+            a.signals = p.signals;
+        }
+        if (read.admission) {
+            const AdmissionAnnotation& d = *read.admission;
+            a.verdict = d.verdict ? to_string(*d.verdict) : "";
+            a.monitor = d.monitor;
+            a.released_at = d.released_at;
+            a.cls = !d.unknown_class.empty() ? d.unknown_class
+                    : d.workload_class       ? class_label(*d.workload_class)
+                                             : "";
+            a.workload_class = d.workload_class.value_or(WorkloadClass::Unset);
+            a.w_gpu = d.w_gpu;
+            a.until = d.until;
+            a.cause = d.cause;
+            a.admission_reason = d.reason;
+            a.avoid = d.avoid_nodes > 0 ? std::to_string(d.avoid_nodes) + " nodes (" + d.avoid_for + ")" : "";
+            a.user_begin = d.user_begin;
+        }
     } catch (...) {
         // Out of memory on a comment: whatever was parsed stays.
     }

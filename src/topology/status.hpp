@@ -61,15 +61,11 @@ struct ClusterView {
 enum class PlacementKind { None, Placed, Waiting };
 const char* to_string(PlacementKind k);  // "", "placed", "waiting"
 
-// What select/m2g and job_submit/m2g wrote into a job's AdminComment
-// (annotation.hpp), as fields:
-//   placement: "domains=nvl02 leaves=leaf01 policy=prefer:nvlink score=17 reason=... signals=..."
-//              "waiting policy=strict:nvlink reason=..."
-//   admission: "[released at <time>: ][monitor would ]<verdict> class=<c> w_gpu=<W> [until=<t> cause=<c>]
-//               [reason=...][ avoid=...][ user_begin=<epoch>]"
-// reason= runs to the end of its part (or to " signals=", " avoid=",
-// " user_begin="), so it may hold '=' and spaces. Unknown or garbled
-// text leaves fields empty; parsing never throws.
+// What select/m2g and job_submit/m2g wrote into a job's AdminComment, as
+// `m2g explain`, `m2g status` and m2g-exporter show it: read_annotation()
+// (annotation.hpp, the one parser of those texts) flattened into the words
+// they print. Unknown or garbled text leaves fields empty; parsing never
+// throws.
 struct ParsedAnnotation {
     bool found = false;  // the comment holds an m2g:[...] segment
     // Placement part (select/m2g).
@@ -77,14 +73,14 @@ struct ParsedAnnotation {
     std::string policy;                // "prefer:nvlink", "strict:nvlink", "any"
     std::vector<std::string> domains;  // placed: NVLink domains ("-" gives none)
     std::vector<std::string> leaves;   // placed: leaf switches
-    std::string score;                 // placed: as written, "17"
+    std::string score;                 // placed: as format_score() writes it, "17"
     std::string placement_reason;      // why there / what it waits for
     std::string signals;               // gate notes at placement ("signals=..."; with policy=any the free text)
     // Admission part (job_submit/m2g).
     std::string verdict;               // "admit", "defer", "pace", "reject"; "" none or unknown
     bool monitor = false;              // "monitor would ...": Admission=monitor, nothing enforced
     int64_t released_at = 0;           // "released at <time>: ..."; 0 not released
-    std::string cls;                   // class= as written: "training", "none", ""
+    std::string cls;                   // class= as written: "training", "none", a newer m2g's name, ""
     WorkloadClass workload_class = WorkloadClass::Unset;  // cls; Unset for "none" and unknown names
     double w_gpu = 0;                  // w_gpu=: W per GPU admission assumed, 0 unknown
     int64_t until = 0;                 // until= (epoch s), 0 none or unparseable

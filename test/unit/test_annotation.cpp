@@ -1,6 +1,15 @@
-// The AdminComment "m2g:[...]" segment: each writer replaces only its part.
+// The AdminComment "m2g:[...]" segment: each writer replaces only its part;
+// its two parts as typed structs, with one writer (format) and one parser.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "topology/admission.hpp"
 #include "topology/annotation.hpp"
 
 using m2g::AnnotationPart;
@@ -68,4 +77,355 @@ TEST(Annotation, LeavesAnotherToolsStructuredCommentAlone)
     EXPECT_EQ(set_annotation(bridge, AnnotationPart::Placement, "domains=1 nodes=r01n[01-18]"), bridge);
     EXPECT_EQ(set_annotation(bridge, AnnotationPart::Admission, "admit class=training"), bridge);
     EXPECT_EQ(set_annotation("ticket 42", AnnotationPart::Admission, "admit"), "ticket 42 m2g:[admission=admit]");
+}
+
+// ---- the typed parts: one writer (format), one parser (parse_*) ----------------------
+
+using m2g::AdmissionAnnotation;
+using m2g::Annotation;
+using m2g::PlacementAnnotation;
+using m2g::PlacementState;
+using m2g::Verdict;
+using m2g::WorkloadClass;
+
+namespace {
+
+constexpr int64_t kNow = 1795982400;  // 2026-11-29T20:00:00Z
+constexpr int64_t kHour = 3600;
+
+PlacementAnnotation placed()
+{
+    PlacementAnnotation p;
+    p.state = PlacementState::Placed;
+    p.domains = {"nvl02"};
+    p.leaves = {"leaf01"};
+    p.policy = "prefer:nvlink";
+    p.score = 17;
+    p.reason = "nvl02, best fit (17 of 18 nodes left free there)";
+    p.signals = "rack nvl01 over budget: 0.0 kW free, job needs 1.7 kW/node";
+    return p;
+}
+
+PlacementAnnotation waiting(const std::string& reason, const std::string& signals = "")
+{
+    PlacementAnnotation p;
+    p.state = PlacementState::Waiting;
+    p.policy = "strict:nvlink";
+    p.reason = reason;
+    p.signals = signals;
+    return p;
+}
+
+AdmissionAnnotation deferred()
+{
+    AdmissionAnnotation a;
+    a.verdict = Verdict::Defer;
+    a.workload_class = WorkloadClass::Training;
+    a.w_gpu = 413;
+    a.until = kNow + 2 * kHour + 42 * 60 + 52;
+    a.cause = "dr-test";
+    a.reason = "defer: DR event dr-test (site -50%) until 2026-11-29T22:42:52Z, class=training consent=default, 1.7 kW";
+    return a;
+}
+
+}  // namespace
+
+// Today's placement texts (select/m2g 0.x, in sacct databases) read as fields.
+TEST(AnnotationStruct, ParsesTodaysPlacementTexts)
+{
+    EXPECT_EQ(m2g::parse_placement("domains=nvl02 leaves=leaf01 policy=prefer:nvlink score=17 reason=nvl02, best fit "
+                                   "(17 of 18 nodes left free there) signals=rack nvl01 over budget: 0.0 kW free, "
+                                   "job needs 1.7 kW/node"),
+              placed());
+    PlacementAnnotation two;
+    two.state = PlacementState::Placed;
+    two.domains = {"nvl06", "nvl07"};
+    two.leaves = {"leaf02"};
+    two.policy = "strict:nvlink";
+    two.score = 0;
+    two.reason = "2 NVLink domains (2 whole, lower bound 2) under leaf02";
+    EXPECT_EQ(m2g::parse_placement("domains=nvl06,nvl07 leaves=leaf02 policy=strict:nvlink score=0 reason=2 NVLink "
+                                   "domains (2 whole, lower bound 2) under leaf02"),
+              two);
+    PlacementAnnotation none = m2g::parse_placement("domains=- leaves=- policy=prefer:nvlink score=1200 reason=x");
+    EXPECT_EQ(none.state, PlacementState::Placed);
+    EXPECT_TRUE(none.domains.empty());
+    EXPECT_TRUE(none.leaves.empty());
+    EXPECT_EQ(none.score, 1200.0);
+
+    EXPECT_EQ(m2g::parse_placement("waiting policy=strict:nvlink reason=waiting for an NVLink domain with 18 free "
+                                   "healthy nodes (best now: nvl01 with 17)"),
+              waiting("waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 17)"));
+    PlacementAnnotation site = waiting("site power: 0.0 kW free of 10.0 kW, maintenance mw-1: 2 nodes avoided");
+    site.policy = "prefer:nvlink";
+    EXPECT_EQ(m2g::parse_placement("waiting policy=prefer:nvlink reason=site power: 0.0 kW free of 10.0 kW, "
+                                   "maintenance mw-1: 2 nodes avoided"),
+              site);
+    EXPECT_EQ(m2g::parse_placement("waiting policy=strict:nvlink reason=waiting for 2 free healthy nodes "
+                                   "signals=maintenance mw-1: 2 nodes avoided"),
+              waiting("waiting for 2 free healthy nodes", "maintenance mw-1: 2 nodes avoided"));
+
+    PlacementAnnotation stock;
+    stock.state = PlacementState::Stock;
+    stock.policy = "any";
+    stock.signals = "maintenance mw-1: 18 nodes avoided";
+    EXPECT_EQ(m2g::parse_placement("policy=any maintenance mw-1: 18 nodes avoided"), stock);
+}
+
+// Today's admission texts (job_submit/m2g), every form.
+TEST(AnnotationStruct, ParsesTodaysAdmissionTexts)
+{
+    AdmissionAnnotation admit;
+    admit.verdict = Verdict::Admit;
+    admit.workload_class = WorkloadClass::Unset;
+    admit.w_gpu = 404;
+    EXPECT_EQ(m2g::parse_admission("admit class=none w_gpu=404"), admit);
+
+    EXPECT_EQ(m2g::parse_admission("defer class=training w_gpu=413 until=2026-11-29T22:42:52Z cause=dr-test "
+                                   "reason=defer: DR event dr-test (site -50%) until 2026-11-29T22:42:52Z, "
+                                   "class=training consent=default, 1.7 kW"),
+              deferred());
+
+    const AdmissionAnnotation mon =
+        m2g::parse_admission("monitor would defer class=batch w_gpu=372 until=2026-11-29T21:00:00Z "
+                             "cause=maintenance:mw-1 reason=defer: maintenance mw-1 until 2026-11-29T21:00:00Z "
+                             "avoid=18 nodes (maintenance mw-1) user_begin=1795982000");
+    EXPECT_TRUE(mon.monitor);
+    EXPECT_EQ(mon.verdict, Verdict::Defer);
+    EXPECT_EQ(mon.workload_class, WorkloadClass::Batch);
+    EXPECT_EQ(mon.until, kNow + kHour);
+    EXPECT_EQ(mon.cause, "maintenance:mw-1");
+    EXPECT_EQ(mon.reason, "defer: maintenance mw-1 until 2026-11-29T21:00:00Z");
+    EXPECT_EQ(mon.avoid_nodes, 18);
+    EXPECT_EQ(mon.avoid_for, "maintenance mw-1");
+    EXPECT_EQ(mon.user_begin, 1795982000);
+    EXPECT_FALSE(mon.waits());  // monitor enforces nothing
+
+    const AdmissionAnnotation rel =
+        m2g::parse_admission("released at 2026-11-29T21:45:00Z: admit class=training w_gpu=413 user_begin=1795986000");
+    EXPECT_EQ(rel.released_at, kNow + kHour + 45 * 60);
+    EXPECT_EQ(rel.verdict, Verdict::Admit);
+    EXPECT_EQ(rel.user_begin, 1795986000);
+
+    const AdmissionAnnotation pace = m2g::parse_admission(
+        "pace class=inference w_gpu=101 until=2026-11-29T20:01:00Z cause=failsafe reason=x");
+    EXPECT_EQ(pace.verdict, Verdict::Pace);
+    EXPECT_EQ(pace.until, kNow + 60);
+    EXPECT_TRUE(pace.waits());
+    EXPECT_TRUE(deferred().waits());
+
+    const AdmissionAnnotation rej = m2g::parse_admission(
+        "reject class=benchmark w_gpu=700 reason=class benchmark is reserved, ask your admin");
+    EXPECT_EQ(rej.verdict, Verdict::Reject);
+    EXPECT_EQ(rej.reason, "class benchmark is reserved, ask your admin");
+    EXPECT_FALSE(rej.waits());
+
+    const AdmissionAnnotation steer = m2g::parse_admission("admit class=training w_gpu=413 avoid=18 nodes (maintenance mw-1)");
+    EXPECT_EQ(steer.avoid_nodes, 18);
+    EXPECT_EQ(steer.avoid_for, "maintenance mw-1");
+    EXPECT_EQ(steer.reason, "");
+}
+
+// format() writes exactly what select/m2g and job_submit/m2g wrote before
+// the struct, so sacct shows the same text for the same decision.
+TEST(AnnotationStruct, FormatWritesTodaysTexts)
+{
+    EXPECT_EQ(m2g::format(placed()),
+              "domains=nvl02 leaves=leaf01 policy=prefer:nvlink score=17 reason=nvl02, best fit (17 of 18 nodes left "
+              "free there) signals=rack nvl01 over budget: 0.0 kW free, job needs 1.7 kW/node");
+    EXPECT_EQ(m2g::format(waiting("waiting for an NVLink domain with 2 free healthy nodes (best now: d1 with 1)")),
+              "waiting policy=strict:nvlink reason=waiting for an NVLink domain with 2 free healthy nodes (best now: "
+              "d1 with 1)");
+    PlacementAnnotation stock;
+    stock.state = PlacementState::Stock;
+    stock.policy = "any";
+    stock.signals = "maintenance mw-1: 2 nodes avoided";
+    EXPECT_EQ(m2g::format(stock), "policy=any maintenance mw-1: 2 nodes avoided");
+    PlacementAnnotation nowhere = placed();
+    nowhere.domains.clear();
+    nowhere.leaves.clear();
+    nowhere.signals.clear();
+    EXPECT_EQ(m2g::format(nowhere), "domains=- leaves=- policy=prefer:nvlink score=17 reason=nvl02, best fit (17 of "
+                                    "18 nodes left free there)");
+    EXPECT_EQ(m2g::format(PlacementAnnotation{}), "");
+
+    EXPECT_EQ(m2g::format(deferred()),
+              "defer class=training w_gpu=413 until=2026-11-29T22:42:52Z cause=dr-test reason=defer: DR event dr-test "
+              "(site -50%) until 2026-11-29T22:42:52Z, class=training consent=default, 1.7 kW");
+    AdmissionAnnotation rel;
+    rel.released_at = kNow + kHour + 45 * 60;
+    rel.verdict = Verdict::Admit;
+    rel.workload_class = WorkloadClass::Training;
+    rel.w_gpu = 413;
+    rel.user_begin = 1795986000;
+    EXPECT_EQ(m2g::format(rel), "released at 2026-11-29T21:45:00Z: admit class=training w_gpu=413 user_begin=1795986000");
+    AdmissionAnnotation mon = deferred();
+    mon.monitor = true;
+    mon.avoid_nodes = 18;
+    mon.avoid_for = "maintenance mw-1";
+    EXPECT_EQ(m2g::format(mon).rfind("monitor would defer class=training w_gpu=413 until=", 0), 0u) << m2g::format(mon);
+    EXPECT_NE(m2g::format(mon).find(", 1.7 kW avoid=18 nodes (maintenance mw-1)"), std::string::npos)
+        << m2g::format(mon);
+}
+
+// The builder from a Decision gives what job_submit/m2g's admission text
+// gave: d.annotation() with " class=<c> w_gpu=<W>" after the verdict,
+// "monitor would " before it and " user_begin=<t>" after it.
+TEST(AnnotationStruct, AdmissionFromADecisionMatchesTheOldText)
+{
+    auto old_text = [](const m2g::Decision& d, const m2g::JobIntent& in, double w, int64_t ub, bool monitor) {
+        std::string text = d.annotation();
+        char facts[96];
+        std::snprintf(facts, sizeof facts, " class=%s w_gpu=%.0f",
+                      in.workload_class == WorkloadClass::Unset ? "none" : m2g::to_string(in.workload_class), w);
+        const auto sp = text.find(' ');
+        text.insert(sp == std::string::npos ? text.size() : sp, facts);
+        return (monitor ? "monitor would " : "") + text + (ub > 0 ? " user_begin=" + std::to_string(ub) : "");
+    };
+    const m2g::AdmissionPolicy ap;
+    m2g::JobIntent in;
+    in.workload_class = WorkloadClass::Training;
+    in.power_w_per_gpu = 412.6;
+    std::vector<m2g::Decision> ds(5);
+    ds[1].verdict = Verdict::Defer;
+    ds[1].begin_time = kNow + 2 * kHour;
+    ds[1].cause = "maintenance:mw-1";
+    ds[1].reason = "defer: maintenance mw-1 until 2026-11-29T22:00:00Z";
+    ds[1].avoid_nodes = {1, 2, 3};
+    ds[1].avoid_for = "maintenance mw-1";
+    ds[2].verdict = Verdict::Pace;
+    ds[2].begin_time = kNow + 60;
+    ds[2].cause = "dr-1";
+    ds[2].reason = "pace: non-deferrable during DR event dr-1";
+    ds[3].verdict = Verdict::Reject;
+    ds[3].reason = "class benchmark is reserved";
+    ds[3].avoid_nodes = {4};
+    ds[4].avoid_nodes = {5, 6};
+    ds[4].avoid_for = "maintenance mw-2";
+    ds[4].reason = "admit: steering clear";
+    for (const m2g::Decision& d : ds)
+        for (const bool monitor : {false, true})
+            for (const int64_t ub : {int64_t{0}, kNow + kHour}) {
+                const AdmissionAnnotation a = m2g::admission_annotation(d, in, ap, ub, monitor);
+                EXPECT_EQ(m2g::format(a), old_text(d, in, m2g::power_w_per_gpu(ap, in), ub, monitor));
+                EXPECT_EQ(m2g::parse_admission(m2g::format(a)), a) << m2g::format(a);
+            }
+    m2g::JobIntent none;
+    EXPECT_EQ(m2g::format(m2g::admission_annotation(ds[0], none, ap, 0, false)),
+              old_text(ds[0], none, m2g::power_w_per_gpu(ap, none), 0, false));
+}
+
+TEST(AnnotationStruct, RoundTripsEveryKind)
+{
+    PlacementAnnotation many = placed();
+    many.domains = {"nvl01", "nvl02", "nvl03"};
+    many.leaves = {"leaf01", "leaf02"};
+    many.score = 1234567.25;  // more digits than %g keeps
+    PlacementAnnotation bare = placed();
+    bare.score.reset();
+    bare.reason.clear();
+    bare.signals.clear();
+    PlacementAnnotation stock;
+    stock.state = PlacementState::Stock;
+    stock.policy = "any";
+    stock.signals = "rack d1 over budget: 0.5 kW free,  job needs 2.0 kW/node";  // spacing kept
+    PlacementAnnotation stock_quiet = stock;
+    stock_quiet.signals.clear();
+    for (const PlacementAnnotation& p :
+         {placed(), many, bare, stock, stock_quiet, waiting("pacing: 4 GPUs already started this interval"),
+          waiting("waiting for 3 NVLink domains with 40 free healthy nodes", "maintenance mw-1: 2 nodes avoided"),
+          waiting("")}) {
+        EXPECT_EQ(m2g::parse_placement(m2g::format(p)), p) << m2g::format(p);
+    }
+
+    AdmissionAnnotation newer = deferred();
+    newer.workload_class = WorkloadClass::Unset;
+    newer.unknown_class = "gaming";  // a newer m2g's class
+    AdmissionAnnotation everything = deferred();
+    everything.released_at = kNow;
+    everything.monitor = true;
+    everything.avoid_nodes = 18;
+    everything.avoid_for = "maintenance mw-1,mw-2";
+    everything.user_begin = kNow + kHour;
+    AdmissionAnnotation no_facts;
+    no_facts.verdict = Verdict::Admit;
+    AdmissionAnnotation reject;
+    reject.verdict = Verdict::Reject;
+    reject.workload_class = WorkloadClass::Agentic;
+    reject.w_gpu = 150;
+    reject.reason = "--m2g-defer=no is not allowed during DR event dr-1 for account ml";
+    for (const AdmissionAnnotation& a : {deferred(), newer, everything, no_facts, reject})
+        EXPECT_EQ(m2g::parse_admission(m2g::format(a)), a) << m2g::format(a);
+
+    // Through the segment, beside other tools' text.
+    Annotation both;
+    both.placement = placed();
+    both.admission = everything;
+    const std::string c =
+        m2g::write_annotation(m2g::write_annotation("ticket 42", everything), placed());
+    EXPECT_EQ(c.rfind("ticket 42 m2g:[domains=nvl02 ", 0), 0u) << c;
+    EXPECT_EQ(m2g::read_annotation(c), both);
+    EXPECT_EQ(m2g::read_annotation(m2g::write_annotation(c, PlacementAnnotation{})).placement, std::nullopt);
+    EXPECT_EQ(m2g::read_annotation("ticket 42"), Annotation{});
+    EXPECT_TRUE(m2g::has_annotation("m2g:[]"));
+    EXPECT_FALSE(m2g::has_annotation("ticket 42"));
+}
+
+TEST(AnnotationStruct, SegmentRulesHoldForTypedWriters)
+{
+    // Separators and line breaks in free text cannot break the segment.
+    PlacementAnnotation p = waiting("a; b] c\nd");
+    const std::string c = m2g::write_annotation("", p);
+    EXPECT_EQ(c, "m2g:[waiting policy=strict:nvlink reason=a, b) c d]");
+    EXPECT_EQ(m2g::read_annotation(c).placement->reason, "a, b) c d");
+    EXPECT_EQ(m2g::read_annotation(c).admission, std::nullopt);
+    // slurm-bridge's JSON stays as it is.
+    const std::string bridge = R"({"pods":["ml/train-0"]})";
+    EXPECT_EQ(m2g::write_annotation(bridge, placed()), bridge);
+    EXPECT_EQ(m2g::write_annotation(bridge, deferred()), bridge);
+    // The admission part follows the placement part and each replaces only its own.
+    std::string both = m2g::write_annotation("", deferred());
+    both = m2g::write_annotation(both, waiting("x"));
+    EXPECT_EQ(both.rfind("m2g:[waiting policy=strict:nvlink reason=x; admission=defer class=training ", 0), 0u) << both;
+    EXPECT_EQ(*m2g::read_annotation(both).admission, deferred());
+}
+
+TEST(AnnotationStruct, ScoresKeepEveryDigit)
+{
+    EXPECT_EQ(m2g::format_score(17), "17");
+    EXPECT_EQ(m2g::format_score(0), "0");
+    EXPECT_EQ(m2g::format_score(8.5), "8.5");
+    EXPECT_EQ(m2g::format_score(100000), "100000");
+    EXPECT_EQ(m2g::format_score(1234567), "1234567");
+    for (const double s : {0.1 + 0.2, 1e-7, 123456.789, 1e300})
+        EXPECT_EQ(std::strtod(m2g::format_score(s).c_str(), nullptr), s) << m2g::format_score(s);
+}
+
+TEST(AnnotationStruct, GarbageNeverThrowsAndLeavesFieldsEmpty)
+{
+    for (const char* text : {"", " ", "=", "= == === reason=", "policy=", "waiting", "domains=,,, leaves=",
+                             "score=abc domains=x", "\xff\xfe\x01=\x02"}) {
+        const PlacementAnnotation p = m2g::parse_placement(text);
+        EXPECT_FALSE(p.score && !std::isfinite(*p.score)) << text;
+        for (const std::string& d : p.domains)
+            EXPECT_FALSE(d.empty()) << text;
+    }
+    EXPECT_EQ(m2g::parse_placement("score=abc domains=x").score, std::nullopt);
+    EXPECT_EQ(m2g::parse_placement("waiting").state, PlacementState::Waiting);
+    EXPECT_EQ(m2g::parse_placement("reason=x").state, PlacementState::None);
+    for (const char* text : {"", "released at : admit", "released at nonsense: defer until=soon w_gpu=abc cause= reason=",
+                             "defer w_gpu=-5 until=2026-13-45T99:00:00Z user_begin=x avoid=many nodes",
+                             "admit w_gpu=inf avoid=0 nodes () user_begin=-3", "monitor would ", "\x01\x02=\x03"}) {
+        const AdmissionAnnotation a = m2g::parse_admission(text);
+        EXPECT_EQ(a.released_at, 0) << text;
+        EXPECT_EQ(a.w_gpu, 0) << text;
+        EXPECT_EQ(a.until, 0) << text;
+        EXPECT_EQ(a.avoid_nodes, 0) << text;
+        EXPECT_EQ(a.user_begin, 0) << text;
+    }
+    const AdmissionAnnotation g = m2g::parse_admission("released at nonsense: defer until=soon class=gaming");
+    EXPECT_EQ(g.verdict, Verdict::Defer);
+    EXPECT_EQ(g.workload_class, WorkloadClass::Unset);
+    EXPECT_EQ(g.unknown_class, "gaming");
+    EXPECT_EQ(m2g::parse_admission("admission-ish words").verdict, std::nullopt);
 }

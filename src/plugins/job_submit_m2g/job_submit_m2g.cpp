@@ -905,9 +905,8 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
             d.begin_time > static_cast<int64_t>(job_desc->begin_time))
             job_desc->begin_time = d.begin_time;
         const std::string updated =
-            m2g::set_annotation(job_desc->admin_comment ? job_desc->admin_comment : "",
-                                m2g::AnnotationPart::Admission,
-                                admission_text(d, r.intent, ap, r.user_begin, !enforce));
+            m2g::write_annotation(job_desc->admin_comment ? job_desc->admin_comment : "",
+                                  m2g::admission_annotation(d, r.intent, ap, r.user_begin, !enforce));
         xfree(job_desc->admin_comment);
         job_desc->admin_comment = xstrdup(updated.c_str());
         if (r.intent.explain && err_msg && !*err_msg)
@@ -937,7 +936,7 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint3
     try {
         const std::string part =
             m2g::get_annotation(job_ptr->admin_comment ? job_ptr->admin_comment : "", m2g::AnnotationPart::Admission);
-        const bool waiting = part.rfind("defer", 0) == 0 || part.rfind("pace", 0) == 0;
+        const bool waiting = m2g::parse_admission(part).waits();
         const bool earlier = waiting && IS_JOB_PENDING(job_ptr) &&
                              static_cast<time_t>(job_desc->begin_time) < job_ptr->details->begin_time;
         if (earlier && validate_operator(submit_uid)) {
