@@ -46,7 +46,7 @@ log_count() { grep -Ec -- "$1" "$LOG" || true; }
 admin_comment() { squeue -h -t all -j "$1" -O admin_comment:600 | sed 's/ *$//'; }
 reason() { squeue -h -j "$1" -o %r; }
 job() { sbatch --parsable -N1 --gres=gpu:4 "$@"; }
-ctld_alive() { kill -0 "$CTLD_PID" 2>/dev/null; }
+ctld_alive() { tb_ctld_unbroken; }
 
 # --- a missing feed at start, then a good one -----------------------------------
 sleep 2

@@ -21,7 +21,13 @@
 #                                once accounting has the job (and its end
 #                                state, if slurmctld says it has ended)
 #
-# After tb_up: TB_DIR, TB_BASE, and SLURM_CONF/M2G_CONF exported.
+#   tb_slurm_release / tb_slurm_reexecs / tb_slurm_sbin   the Slurm release
+#                                under test (M2G_SLURM) and what differs
+#   tb_ctld_mark / tb_ctld_unbroken   slurmctld neither crashed nor restarted
+#                                since the mark (reconfigures aside)
+#
+# After tb_up: TB_DIR, TB_BASE, and SLURM_CONF/M2G_CONF exported (and, for an
+# upstream release, PATH with its clients first).
 # TB_TMP is a scratch directory removed at exit. TB_CLEANUP_PIDS: PIDs of
 # helper processes to stop at exit; TB_CLEANUP_FUNCS: names of functions the
 # EXIT trap calls after the testbed is down (to undo changes to the machine).
@@ -175,13 +181,14 @@ _tb_on_exit() {
 	# Helper processes a test started (servers on loopback): stopped by PID.
 	local pid
 	for pid in "${TB_CLEANUP_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
-	[[ -n ${TB_TMP:-} ]] && rm -rf -- "$TB_TMP"
 	if ((rc != 0)) && ((_TAP_DONE == 0)); then
 		_tap_result 1 "script exited early with status $rc${_TB_ERR_LINE:+ (line $_TB_ERR_LINE)}"
 	fi
 	tb_down
 	local fn
 	for fn in "${TB_CLEANUP_FUNCS[@]}"; do "$fn"; done
+	# Last: the cleanup functions may write there (package.sh's purge log).
+	[[ -n ${TB_TMP:-} ]] && rm -rf -- "$TB_TMP"
 	# After tb_down: daemons write their reports as they stop.
 	_tb_sanitizer_reports || rc=1
 	if [[ -n $_TAP_PLAN ]]; then
@@ -226,11 +233,47 @@ tb_up() {
 			return 1
 		fi
 		eval "$("$M2G_TESTBED" env --dir "$TB_DIR")"
+		tb_ctld_mark
 		diag "testbed up: base $TB_BASE, dir $TB_DIR"
 		return 0
 	done
 	diag "no free testbed base found"
 	return 1
+}
+
+# The Slurm release under test (M2G_SLURM, set by make check from configure):
+# tb_slurm_reexecs: true from 23.11 on, where `scontrol reconfigure` starts a
+# new slurmctld instead of re-reading the configuration in place;
+# tb_slurm_sbin: the directory of that release's daemons.
+tb_slurm_release() { echo "${M2G_SLURM:-22.05}"; }
+tb_slurm_reexecs() { [[ $(tb_slurm_release) != 22.05 ]]; }
+tb_slurm_sbin() {
+	if [[ $(tb_slurm_release) == 22.05 ]]; then echo /usr/sbin
+	else echo "${M2G_SLURM_PREFIX:-/opt/slurm-$(tb_slurm_release)}/sbin"; fi
+}
+
+# tb_ctld_mark: remember the running slurmctld (after tb_up or a deliberate
+# restart). tb_ctld_unbroken: slurmctld has not crashed or been restarted
+# since. On 22.05 that is the same PID. From 23.11 on every `scontrol
+# reconfigure` replaces the process, so: the PID in the pid file is alive,
+# answers, and every slurmctld start logged since the mark was a reconfigure.
+_CTLD_MARK_PID="" _CTLD_MARK_STARTS=0 _CTLD_MARK_RECONF=0
+_ctld_count() { grep -c "$1" "$TB_DIR/log/slurmctld.log" 2>/dev/null || true; }
+tb_ctld_mark() {
+	_CTLD_MARK_PID=$(cat "$TB_DIR/pids/slurmctld.pid")
+	_CTLD_MARK_STARTS=$(_ctld_count 'slurmctld version .* started')
+	_CTLD_MARK_RECONF=$(_ctld_count 'Attempting to reconfigure')
+}
+tb_ctld_unbroken() {
+	local pid
+	pid=$(cat "$TB_DIR/pids/slurmctld.pid" 2>/dev/null) && kill -0 "$pid" 2>/dev/null || return 1
+	if ! tb_slurm_reexecs; then
+		[[ $pid == "$_CTLD_MARK_PID" ]]
+		return
+	fi
+	scontrol ping 2>/dev/null | grep -q 'is UP' || return 1
+	(( $(_ctld_count 'slurmctld version .* started') - _CTLD_MARK_STARTS ==
+	   $(_ctld_count 'Attempting to reconfigure') - _CTLD_MARK_RECONF ))
 }
 
 tb_down() {

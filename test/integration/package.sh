@@ -12,6 +12,9 @@
 # loads sanitizer-built code: no libasan preload, which dpkg-buildpackage's
 # tools do not survive (dd's aligned_alloc fails ASan's stricter check).
 M2G_SANITIZE=0
+# The packages are built against, and depend on, Debian's Slurm (22.05):
+# their testbed runs that Slurm, whichever release the build tree is for.
+export M2G_SLURM=22.05
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 

@@ -97,6 +97,6 @@ if [[ -n $uid_ok ]]; then
 	is "$(audit_re "JobId=$uid_ok: operator uid 0 \\(root\\) moved its begin time from [0-9]+ to [0-9]+, before m2g's \\(defer")" 1 \
 		"an operator may, and that leaves an audit line"
 fi
-ok "kill -0 $CTLD_PID" "slurmctld is the same process throughout"
+ok tb_ctld_unbroken "slurmctld neither crashed nor restarted throughout"
 for j in $uid_ok $pid $xid; do scancel "$j" 2>/dev/null || true; done
 done_testing

@@ -117,7 +117,7 @@ ok "(( \$(stat -c %Y $TB_DIR/state/job_state) > $mark ))" "slurmctld saved its j
 pid=$(cat "$TB_DIR/pids/slurmctld.pid")
 kill -9 "$pid"
 sleep 1
-env M2G_TESTBED_OWNER="$TB_DIR" SLURM_CONF="$TB_DIR/etc/slurm.conf" setsid /usr/sbin/slurmctld -f "$TB_DIR/etc/slurm.conf" \
+env M2G_TESTBED_OWNER="$TB_DIR" SLURM_CONF="$TB_DIR/etc/slurm.conf" setsid "$(tb_slurm_sbin)/slurmctld" -f "$TB_DIR/etc/slurm.conf" \
 	</dev/null >>"$TB_DIR/log/slurmctld.stderr" 2>&1
 for _ in $(seq 1 60); do scontrol ping 2>/dev/null | grep -q 'is UP' && break; sleep 0.5; done
 ok "scontrol ping | grep -q 'is UP'" "slurmctld is back after SIGKILL"

@@ -5,6 +5,8 @@
 // where it calls it.
 #pragma once
 
+#include <cstdlib>
+
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
 #define M2G_SLURM_NEW_API 1
 // 23.11 made list_t/list_itr_t/hostlist_t the types, not pointer typedefs.
@@ -21,3 +23,22 @@ typedef ListIterator m2g_list_itr_t;
 typedef hostlist_t m2g_hostlist_t;
 #define M2G_DAEMON_PROBE_SYMBOL "running_in_slurmctld"
 #endif
+
+// Whether this slurmctld is the new process of an `scontrol reconfigure`.
+// Since 23.11 reconfigure starts a fresh slurmctld (SLURMCTLD_RECONF=1 in
+// its environment) and the running one carries on with its old
+// configuration when the new one fails to start. A plugin that finds
+// m2g.conf broken there fails its start, so the cluster keeps the last good
+// m2g.conf instead of running without m2g's policy. 22.05 reconfigures in
+// place: the plugins keep their previous model themselves.
+inline bool m2g_reconfigure_child()
+{
+#if M2G_SLURM_NEW_API
+    return std::getenv("SLURMCTLD_RECONF") != nullptr;
+#else
+    return false;
+#endif
+}
+
+// The error line for a reconfigure refused that way.
+#define M2G_RECONF_REFUSED "refusing this reconfigure: the running slurmctld keeps the last good m2g.conf"

@@ -385,6 +385,10 @@ extern "C" int init(void)
             return SLURM_SUCCESS;
         if (running_in_slurmctld()) {
             load_model();
+            if (!g_session->active() && m2g_reconfigure_child()) {
+                error("%s%s", kLog, M2G_RECONF_REFUSED);
+                return SLURM_ERROR;
+            }
             info("%sselect/m2g active, wrapping %s", kLog, kStock);
         }
         return SLURM_SUCCESS;

@@ -8,16 +8,19 @@
 // parser gives it), so this plugin builds that config from m2g.conf and
 // hands every call to the stock topology_tree.so, loaded by absolute path
 // from Slurm's plugin directory: switch records, tree-aware node choice,
-// node ranking, message forwarding and `scontrol show topology` are Slurm's
-// own code, fed by the one m2g.conf. Each NVLink domain is a level-0 switch
-// holding its nodes; leaf, spine and core switches sit above. m2g's own
+// message forwarding and `scontrol show topology` are Slurm's own code, fed
+// by the one m2g.conf; node ranking (fabric order) comes from the model.
+// Each NVLink domain is a level-0 switch holding its nodes; leaf, spine and
+// core switches sit above. m2g's own
 // placement policy (strict/prefer locality, segments, health, power) runs in
 // select/m2g, which sees the select mode (run now, test only, will run) that
 // topology_p_eval_nodes is not told (see doc/topology.md).
 //
-// A broken m2g.conf at slurmctld start fails the build (slurmctld stops with
-// the file:line message in its log); at `scontrol reconfigure` the last good
-// model stays in force. Other daemons and clients only log.
+// A broken m2g.conf at slurmctld start stops slurmctld with the file:line
+// message in its log. Since 23.11 `scontrol reconfigure` starts a new
+// slurmctld: that one stops the same way, Slurm says "reconfigure failed" to
+// scontrol and the running slurmctld keeps the last good m2g.conf. Other
+// daemons and clients only log.
 //
 // All logic lives in the core (src/topology); this file translates.
 #include <dlfcn.h>
@@ -51,6 +54,7 @@ extern "C" {
 #include "src/interfaces/topology.h"
 }
 #undef operator
+#include "plugins/common/slurm_compat.hpp"
 
 #ifndef M2G_STOCK_PLUGINDIR
 #error "M2G_STOCK_PLUGINDIR (the installed Slurm's plugin directory) must be defined by the build"
@@ -85,7 +89,6 @@ struct TreeOps {
     int (*eval_nodes)(topology_eval_t*);
     int (*whole_topo)(bitstr_t*, void*);
     bitstr_t* (*get_bitmap)(char*, void*);
-    bool (*node_ranking)(topology_ctx_t*);
     int (*get_node_addr)(char*, char**, char**, void*);
     int (*split_hostlist)(hostlist_t*, hostlist_t***, int*, uint16_t, void*);
     int (*get)(topology_data_t, void*, void*);
@@ -105,7 +108,7 @@ struct TreeOps {
 const char* const kTreeSyms[] = {
     "topology_p_add_rm_node", "topology_p_allow_one_node", "topology_p_build_config",
     "topology_p_destroy_config", "topology_p_eval_node", "topology_p_eval_nodes", "topology_p_whole_topo",
-    "topology_p_get_bitmap", "topology_p_generate_node_ranking", "topology_p_get_node_addr",
+    "topology_p_get_bitmap", "topology_p_get_node_addr",
     "topology_p_split_hostlist", "topology_p_get", "topology_p_topoinfo_free", "topology_p_topoinfo_pack",
     "topology_p_topoinfo_print", "topology_p_topoinfo_unpack", "topology_p_jobinfo_free",
     "topology_p_jobinfo_pack", "topology_p_jobinfo_unpack", "topology_p_jobinfo_get",
@@ -262,6 +265,10 @@ int topology_p_build_config(topology_ctx_t* tctx)
                 error("%s%s; keeping the previous m2g.conf in force", kLog, e.what());
                 return SLURM_SUCCESS;
             }
+            // At start slurmctld stops; the new slurmctld of a reconfigure
+            // stopping makes the running one keep its configuration.
+            if (running_in_slurmctld() && m2g_reconfigure_child())
+                fatal("%s%s; %s", kLog, e.what(), M2G_RECONF_REFUSED);
             if (running_in_slurmctld())
                 fatal("%s%s", kLog, e.what());
             error("%s%s; no topology is in force", kLog, e.what());
@@ -328,12 +335,31 @@ int topology_p_whole_topo(bitstr_t* node_mask, void* ctx) { return g_ops.whole_t
 
 bitstr_t* topology_p_get_bitmap(char* name, void* ctx) { return g_ops.get_bitmap(name, tree_ctx(ctx)); }
 
-// Rank nodes in tree order, so node lists follow the NVLink domains.
+// Rank nodes in tree order (domains in fabric order), so Slurm's node table,
+// and every node list it prints, follows the NVLink domains; nodes m2g.conf
+// does not name follow, in name order. Slurm calls this before
+// topology_p_build_config, and the stock tree ranks only under
+// TopologyParam=SwitchAsNodeRank, so the ranks come from the model here,
+// as on 22.05. Ranks start at 1 (0 is "unranked").
 bool topology_p_generate_node_ranking(topology_ctx_t* tctx)
 {
-    if (!tctx->plugin_ctx)
-        return false;
-    return g_ops.node_ranking(&ctx_of(tctx->plugin_ctx)->tree);
+    try {
+        const std::string path = conf_path();
+        const m2g::Model model = m2g::load_model(path, nullptr);
+        const uint32_t after = static_cast<uint32_t>(model.nodes.size()) + 1;
+        node_record_t* node;
+        for (int i = 0; (node = next_node(&i)); ++i) {
+            const int mi = model.find_node(node->name);
+            node->node_rank = mi == m2g::kNone ? after + static_cast<uint32_t>(i)
+                                               : static_cast<uint32_t>(model.nodes[mi].rank) + 1;
+        }
+        return true;
+    } catch (const std::exception& e) {
+        // topology_p_build_config, called next, reports it (and stops slurmctld).
+        debug("%s%s; nodes keep name order", kLog, e.what());
+    } catch (...) {
+    }
+    return false;
 }
 
 int topology_p_get_node_addr(char* node_name, char** paddr, char** ppattern, void* ctx)
