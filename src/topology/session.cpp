@@ -107,16 +107,7 @@ bool PlacementSession::load(const std::string& conf_path, int64_t now)
         }
         auto m = std::make_unique<Model>(build_model(parse_m2g_conf(text, conf_path)));
         conf_text_ = std::move(text);
-        if (feed_)
-            feed_->stop();  // it refers to the old model
-        feed_.reset();
-        engine_ = std::make_unique<Engine>(*m);
-        model_ = std::move(m);
-        health_mtime_ = 0;
-        merged_for_ = nullptr;
-        merged_health_mtime_ = -1;
-        started_.clear();
-        pacer_.clear();
+        replace_model(std::move(m));
         const AdmissionPolicy& ap = model_->admission;
         stats_writer_.start(ap.stats_dir);
         if (!ap.signals_file.empty()) {
@@ -133,6 +124,41 @@ bool PlacementSession::load(const std::string& conf_path, int64_t now)
               (model_ ? "; keeping the previous m2g.conf in force" : "; jobs are placed by cons_tres alone"));
     }
     return false;
+}
+
+// A new model takes over: the feed (it refers to the old model) stops, the
+// engine is rebuilt, and booked starts, pacing and merged health go.
+void PlacementSession::replace_model(std::unique_ptr<Model> m)
+{
+    if (feed_)
+        feed_->stop();
+    feed_.reset();
+    signals_ = nullptr;
+    engine_ = std::make_unique<Engine>(*m);
+    model_ = std::move(m);
+    health_mtime_ = 0;
+    merged_for_ = nullptr;
+    merged_health_mtime_ = -1;
+    started_.clear();
+    pacer_.clear();
+}
+
+void PlacementSession::adopt(const Model& model, SignalsSource signals, ClusterState health)
+{
+    stats_writer_.stop();
+    auto m = std::make_unique<Model>(model);
+    m->policy.health_file.clear();  // `health` stands in for it
+    replace_model(std::move(m));
+    conf_text_.clear();  // a later load() builds its model anew
+    signals_ = std::move(signals);
+    health_ = std::move(health);
+}
+
+SignalsView PlacementSession::signals_view(int64_t now) const
+{
+    if (feed_)
+        return feed_->view(now);
+    return signals_ ? signals_(now) : SignalsView{};
 }
 
 void PlacementSession::shutdown()
@@ -205,6 +231,8 @@ const std::vector<double>& PlacementSession::started_kw(const Signals* snap)
     while (!started_.empty() && (started_.front().time < since || started_.size() > 100000))
         started_.pop_front();
     started_kw_.assign(model_->domains.size(), 0.0);
+    if (!snap)
+        return started_kw_;  // gate() weighs starts against a snapshot's draw only
     for (const auto& st : started_)
         if (st.domain >= 0 && st.time >= since)
             started_kw_[st.domain] += st.kw;
@@ -244,7 +272,7 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
     o.policy = policy;
 
     refresh_health(now);
-    const SignalsView view = feed_ ? feed_->view(now) : SignalsView{};
+    const SignalsView view = signals_view(now);
     const bool planning = mode != SelectMode::RunNow;
     const bool run_now = mode == SelectMode::RunNow;
 
@@ -269,6 +297,7 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
     if (gate.blocked) {
         o.offer = Outcome::Offer::Refuse;
         o.verdict = SelectVerdict::Blocked;
+        o.reason = gate.reason;
         if (run_now)
             o.annotation_now = waiting_text(policy, gate.reason, "");
         return o;
@@ -284,6 +313,7 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
     if (left < job.min_nodes) {
         o.offer = Outcome::Offer::Refuse;
         o.verdict = SelectVerdict::Blocked;
+        o.reason = gate.reason;
         if (run_now)
             o.annotation_now = waiting_text(policy, gate.reason, "");
         return o;
@@ -326,22 +356,26 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
     if (!p.ok) {
         if (run_now)
             o.annotation_now = waiting_text(policy, p.reason, gate.reason);
+        o.signals_note = gate_note;
+        o.placement = std::move(p);
         // Best effort is allowed: cons_tres decides on everything allowed.
         if (req.locality == Locality::Prefer && req.fallback)
             return o;
         o.offer = Outcome::Offer::Refuse;
         o.verdict = SelectVerdict::Waiting;
+        o.reason = o.placement.reason;
         return o;
     }
     o.offer = Outcome::Offer::Narrowed;
     o.verdict = SelectVerdict::Placed;
-    o.nodes = std::move(p.nodes);
+    o.nodes = p.nodes;
     // Prefer, wait over: cons_tres on everything allowed when it refuses the placement.
     o.fallback_to_allowed = intent.locality != Locality::Strict && req.fallback;
     o.annotate_placed = run_now;
     o.score = p.score;
-    o.reason = std::move(p.reason);
+    o.reason = p.reason;
     o.signals_note = gate_note;
+    o.placement = std::move(p);
     return o;
 }
 
@@ -386,7 +420,7 @@ void PlacementSession::job_started(const JobFacts& job, const std::vector<int>& 
         const int started = static_cast<int>(model_nodes.size());
         if (started > 0)
             stats_.placement(domains_spanned(*model_, model_nodes), fits_one_domain(*model_, started));
-        const SignalsView view = feed_ ? feed_->view(now) : SignalsView{};
+        const SignalsView view = signals_view(now);
         if (!active_events(view.snap.get(), now).empty())
             pacer_.book(model_->admission, now, job.gpus_per_node * started, node_kw * started);
     } catch (const std::exception& e) {

@@ -29,6 +29,11 @@
 //                      o.fallback_to_allowed: cons_tres on the bitmap;
 //   count o.verdict_after(accepted).
 //
+// The simulator and `m2g place` run the same policy on a model they hold:
+// adopt() takes it with their signals and health instead of m2g.conf's
+// feeds, then decide() and job_started() as above (mode RunNow, the
+// simulated clock).
+//
 // No Slurm header, no globals. Not thread-safe: slurmctld calls the select
 // plugin under its job and node locks, which serialise the calls; the
 // signals feed and the stats writer run threads of their own.
@@ -79,6 +84,10 @@ int job_node_count(uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes);
 // Only asked for nodes Slurm offers, and only when the job wants GPUs.
 using FreeGpus = std::function<int(int model_node)>;
 
+// Signals a caller supplies instead of a SignalsFile= feed (the simulator's
+// timeline, `m2g place --signals`): the view for `now`.
+using SignalsSource = std::function<SignalsView(int64_t now)>;
+
 // What decide() tells the adapter to do with Slurm's bitmap.
 struct Outcome {
     enum class Offer {
@@ -105,8 +114,11 @@ struct Outcome {
     SelectVerdict verdict = SelectVerdict::Stock;
     std::string policy;        // "strict:nvlink", ...
     double score = 0;          // the engine's placement
-    std::string reason;
+    std::string reason;        // Narrowed: the engine's; Refuse: why the job waits
     std::string signals_note;  // " signals=<what the gate avoided>" or ""
+    // The engine's placement when it ran (Narrowed, or Refuse because no
+    // placement meets the intent): what `m2g place` reports.
+    Placement placement;
 };
 
 // Where the session logs: `log` (Info, Warning, Error; also the signals
@@ -134,6 +146,12 @@ class PlacementSession {
     // Returns true when a new model took over: the adapter rebuilds its
     // node map.
     bool load(const std::string& conf_path, int64_t now);
+
+    // Instead of load(): place on a copy of `model` with signals from
+    // `signals` (may be empty: none) and `health` standing in for
+    // HealthFile=. No file is read, no thread started, no counters
+    // written; booked starts and pacing are forgotten.
+    void adopt(const Model& model, SignalsSource signals, ClusterState health = {});
 
     bool active() const { return model_ != nullptr; }
     // Model nodes (0 without a model), and a node's model index or -1.
@@ -173,6 +191,8 @@ class PlacementSession {
     Outcome decide_impl(const JobFacts& job, const std::vector<uint8_t>& offered, int offered_total,
                         const FreeGpus& free_gpus, SelectMode mode, int64_t now);
     JobIntent intent_of(const JobFacts& job) const;
+    void replace_model(std::unique_ptr<Model> m);
+    SignalsView signals_view(int64_t now) const;
     void refresh_health(int64_t now);
     const ClusterState& merged_health(const std::shared_ptr<const Signals>& snap);
     const std::vector<double>& started_kw(const Signals* snap);
@@ -189,6 +209,7 @@ class PlacementSession {
     // SignalsFile=: its own poll thread parses it; decide() only takes
     // the published snapshot.
     std::unique_ptr<SignalFeed> feed_;
+    SignalsSource signals_;  // adopt()'s, when there is no feed
     // HealthFile state merged with the snapshot's health, rebuilt when
     // either changes.
     ClusterState merged_;
