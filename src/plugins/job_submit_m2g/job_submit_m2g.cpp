@@ -13,12 +13,14 @@
 // published snapshot (no file I/O, no network).
 //
 // Release: a thread in this plugin wakes every ReleaseCheckSec (5 s by
-// default), takes slurmctld's job write lock and runs decide() again for
-// every pending job m2g manages: deferred jobs whose reason has ended become
-// eligible at once (and the scheduler is asked to run), jobs whose event
-// was extended move with it, and eligible deferrable jobs are deferred when
-// an event starts. Only AdminComment and the begin time of those jobs are
-// touched.
+// default), takes slurmctld's job write lock and hands every pending job to
+// the core's AdmissionSession::reevaluate() (topology/admission_session.hpp,
+// which holds the release rules): deferred jobs whose reason has ended
+// become eligible at once (and the scheduler is asked to run), jobs whose
+// event was extended move with it, and eligible deferrable jobs are
+// deferred when an event starts. This file maps job_record_t to the facts
+// the core asks for and applies what it answers: only AdminComment, the
+// begin time and the state reason of those jobs are touched.
 #include <grp.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -43,6 +45,7 @@
 #include <vector>
 
 #include "topology/admission.hpp"
+#include "topology/admission_session.hpp"
 #include "topology/annotation.hpp"
 #include "topology/config.hpp"
 #include "topology/intent.hpp"
@@ -96,12 +99,10 @@ constexpr const char* kAudit = "m2g: audit: ";
 // for the thread (it may be blocked on slurmctld's locks, which fini's
 // caller can hold at reconfigure) never pulls state from under it.
 struct Shared {
-    std::mutex mu;  // model, feed, conf_text, conf_mtime
-    std::shared_ptr<const m2g::Model> model;
-    std::shared_ptr<m2g::SignalFeed> feed;
+    Shared();
     std::string conf;
-    std::string conf_text;  // the m2g.conf the model was built from
-    int64_t conf_mtime_ns = -1;
+    // m2g.conf's model, the signals feed, and the release rules.
+    m2g::AdmissionSession session;
 
     // BridgeIntentsFile= (m2g-slinky's bridge-intents.json), reread when
     // the file changes; a broken file keeps the last good document.
@@ -124,21 +125,6 @@ std::vector<std::weak_ptr<Shared>> g_threads;  // every release thread started, 
 // re-deferrals and publishes. Process-wide, so counts survive reconfigure.
 m2g::Counters g_stats(m2g::kw::kPluginAdmission, time(nullptr));
 std::atomic<bool> g_stats_failed{false};  // release thread only: the last write failed (logged once)
-
-m2g::AdmissionVerdict counted_as(m2g::Verdict v)
-{
-    switch (v) {
-    case m2g::Verdict::Defer:
-        return m2g::AdmissionVerdict::Defer;
-    case m2g::Verdict::Pace:
-        return m2g::AdmissionVerdict::Pace;
-    case m2g::Verdict::Reject:
-        return m2g::AdmissionVerdict::Reject;
-    case m2g::Verdict::Admit:
-        break;
-    }
-    return m2g::AdmissionVerdict::Admit;
-}
 
 // Times one submission and counts its verdict on every way out of
 // job_submit(), exceptions included (those jobs are admitted).
@@ -168,95 +154,18 @@ void log_line(m2g::LogLevel level, const std::string& msg)
     }
 }
 
+Shared::Shared()
+    : session(m2g::SessionLog{log_line, nullptr, [](const std::string& msg) { debug("%s%s", kLog, msg.c_str()); }},
+              &g_stats)
+{
+}
+
 std::string conf_path()
 {
     char* p = get_extra_conf_path(const_cast<char*>(m2g::kw::kConfFile));
     const std::string path = m2g::conf_path(p);
     xfree(p);
     return path;
-}
-
-int64_t mtime_ns(const std::string& path)
-{
-    struct stat st;
-    if (stat(path.c_str(), &st) != 0)
-        return -1;
-    return int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-}
-
-// (Re)load m2g.conf into `s` when it changed; keep the previous model (and
-// its feed) when the new file is broken. Called at init and by the thread.
-void reload(Shared& s, bool first)
-{
-    const int64_t mt = mtime_ns(s.conf);
-    {
-        std::lock_guard<std::mutex> lk(s.mu);
-        if (!first && mt == s.conf_mtime_ns)
-            return;
-        s.conf_mtime_ns = mt;
-    }
-    std::shared_ptr<const m2g::Model> model;
-    try {
-        std::string text = m2g::read_text_file(s.conf);
-        {
-            std::lock_guard<std::mutex> lk(s.mu);
-            if (s.model && text == s.conf_text)
-                return;  // touched, not changed: model and feed stay
-        }
-        model = std::make_shared<const m2g::Model>(m2g::build_model(m2g::parse_m2g_conf(text, s.conf)));
-        std::lock_guard<std::mutex> lk(s.mu);
-        s.conf_text = std::move(text);
-    } catch (const std::exception& e) {
-        std::lock_guard<std::mutex> lk(s.mu);
-        error("%s%s%s", kLog, e.what(),
-              s.model ? "; keeping the previous m2g.conf in force" : "; jobs are admitted without m2g policy");
-        return;
-    }
-    std::shared_ptr<m2g::SignalFeed> feed;
-    const m2g::AdmissionPolicy& ap = model->admission;
-    if (!ap.signals_file.empty()) {
-        feed = std::make_shared<m2g::SignalFeed>(ap.signals_file, ap.signals_ttl_sec, ap.failsafe, *model, log_line);
-        feed->set_status_file(ap.signals_status_file);
-        // Read the feed once before anyone sees it: a new feed that has not
-        // looked at its file yet would read as missing and release (or, with
-        // fail-safe defer, hold) every job m2g manages.
-        feed->refresh(time(nullptr));
-        feed->start(ap.signals_poll_sec);
-    }
-    std::shared_ptr<m2g::SignalFeed> old_feed;
-    {
-        std::lock_guard<std::mutex> lk(s.mu);
-        old_feed = std::move(s.feed);
-        s.feed = feed;
-        // The feed refers to the model: keep the old pair alive until the
-        // old feed is stopped below.
-        std::swap(s.model, model);
-    }
-    if (old_feed)
-        old_feed->stop();
-    old_feed.reset();
-    info("%sm2g.conf %s: admission %s, signals %s", kLog, first ? "loaded" : "reloaded",
-         m2g::to_string(ap.mode), ap.signals_file.empty() ? "none" : ap.signals_file.c_str());
-}
-
-// The snapshot view in force, with the model it belongs to.
-struct Current {
-    std::shared_ptr<const m2g::Model> model;
-    std::shared_ptr<m2g::SignalFeed> feed;
-    m2g::SignalsView view;
-};
-
-Current current(Shared& s, int64_t now)
-{
-    Current c;
-    {
-        std::lock_guard<std::mutex> lk(s.mu);
-        c.model = s.model;
-        c.feed = s.feed;
-    }
-    if (c.feed)
-        c.view = c.feed->view(now);
-    return c;
 }
 
 std::vector<std::string> env_vector(char** env, uint32_t n)
@@ -357,49 +266,8 @@ int64_t limit_seconds(uint32_t minutes, part_record_t* part)
     return int64_t(minutes) * 60;
 }
 
-std::string token(const std::string& text, const std::string& key)
-{
-    const auto at = text.find(key + "=");
-    if (at == std::string::npos || (at > 0 && text[at - 1] != ' '))
-        return "";
-    const auto from = at + key.size() + 1;
-    return text.substr(from, text.find(' ', from) - from);
-}
-
-// The admission part with the user's own --begin kept, so a release never
-// makes a job eligible before the time its owner asked for.
-std::string admission_text(const m2g::Decision& d, const m2g::JobIntent& intent, const m2g::AdmissionPolicy& ap,
-                           int64_t user_begin, bool monitor)
-{
-    std::string text = d.annotation();
-    // Machine-readable facts for m2g explain/job and m2g-exporter, which see
-    // AdminComment but not the job's environment: the class and the power
-    // per GPU m2g assumed, right after the verdict.
-    char facts[96];
-    snprintf(facts, sizeof facts, " class=%s w_gpu=%.0f",
-             intent.workload_class == m2g::WorkloadClass::Unset ? "none" : m2g::to_string(intent.workload_class),
-             m2g::power_w_per_gpu(ap, intent));
-    const auto sp = text.find(' ');
-    text.insert(sp == std::string::npos ? text.size() : sp, facts);
-    if (monitor)
-        text = "monitor would " + text;
-    if (user_begin > 0)
-        text += " user_begin=" + std::to_string(user_begin);
-    return text;
-}
-
-// Slurm cancels a job that cannot finish by its --deadline: a deferrable
-// job may be deferred at most until deadline - time limit.
-void cap_by_slurm_deadline(m2g::AdmissionRequest& r, const m2g::AdmissionPolicy& ap, time_t deadline)
-{
-    if (deadline <= 0 || !m2g::is_deferrable(ap, r.intent))
-        return;
-    const int64_t latest = int64_t(deadline) - std::max<int64_t>(r.time_limit_s, 0);
-    if (r.intent.defer != m2g::DeferConsent::Until || latest < r.intent.defer_until) {
-        r.intent.defer = m2g::DeferConsent::Until;
-        r.intent.defer_until = latest;
-    }
-}
+// cap_by_slurm_deadline() and counted_as() are the core's
+// (topology/admission_session.hpp), shared with the release rules.
 
 // NoDeferAction=convert: the job's own intent says --m2g-defer=ok from now
 // on, so select/m2g and the release thread treat it as deferrable too.
@@ -423,128 +291,71 @@ void convert_to_deferrable(job_desc_msg_t* job_desc)
 
 // ---- the release thread ----------------------------------------------------------
 
-// One release pass's context: what is in force, and the candidate nodes
-// per partition (computed once per pass, not once per job).
+// One release pass's context: the session whose rules decide, the pass's
+// model, and the candidate nodes per partition (computed once per pass, not
+// once per job).
 struct Pass {
-    const Current& c;
+    m2g::AdmissionSession& session;
+    const m2g::Model& model;
     int64_t now;
-    bool pressure;  // an event is active or the fail-safe holds deferrable work
     std::map<part_record_t*, std::vector<int>> candidates;
 };
 
-// Re-decide one pending job; true when it changed.
+// Hand one job to the core's release rules and apply what they say; true
+// when the job changed.
 bool reevaluate(Pass& pass, job_record_t* job)
 {
-    const Current& c = pass.c;
-    const int64_t now = pass.now;
-    if (!IS_JOB_PENDING(job) || !job->details || job->priority == 0)  // held jobs stay as they are
+    m2g::PendingJobFacts f;
+    f.job_id = job->job_id;
+    f.pending = IS_JOB_PENDING(job) && job->details;
+    f.held = job->priority == 0;
+    if (!f.pending)
         return false;
-    const std::string comment = job->admin_comment ? job->admin_comment : "";
+    // The rules leave held jobs alone: their AdminComment is not even parsed.
+    const std::string comment = !f.held && job->admin_comment ? job->admin_comment : "";
     const std::string part = m2g::get_annotation(comment, m2g::AnnotationPart::Admission);
-    if (part.empty())
-        return false;  // not admitted by m2g (submitted before it was loaded, or an admin cleared it)
-    const bool waiting = part.rfind("defer", 0) == 0 || part.rfind("pace", 0) == 0;
-    const std::string ub = token(part, "user_begin");
-    const int64_t user_begin = ub.empty() ? 0 : std::strtoll(ub.c_str(), nullptr, 10);
-    const int64_t begin_now = job->details->begin_time;
-    if (waiting) {
-        // m2g owns a waiting job's begin time only while it is the one m2g
-        // wrote. Anyone else's change (an operator's StartTime=, the owner's
-        // later one, a requeue, a dependency delay) ends m2g's hold on it.
-        int64_t ours = 0;
-        try {
-            ours = m2g::parse_signal_time(token(part, "until"), "until");
-        } catch (const std::exception&) {
-            return false;
-        }
-        if (std::max(ours, user_begin) != begin_now)
-            return false;
-    } else if (!pass.pressure || begin_now > now) {
-        return false;  // eligible and nothing to yield to, or the owner's own --begin
-    }
-    const m2g::AdmissionMode mode = c.model->admission.mode;
-    if (mode != m2g::AdmissionMode::Enforce && !waiting)
-        return false;
-
-    m2g::Decision d;
-    m2g::JobIntent r_intent;
-    try {
-        r_intent = m2g::decode_intent(env_vector(job->spank_job_env, job->spank_job_env_size));
-    } catch (const std::exception& e) {
-        // An environment this m2g cannot read (an older or newer m2g wrote
-        // it): decide on the defaults rather than keep the job forever.
-        debug("%sJobId=%u: %s; deciding with the defaults", kLog, job->job_id, e.what());
-    }
-    if (mode != m2g::AdmissionMode::Enforce) {
-        // Admission=monitor or off now: m2g lets go of what it holds.
-        d.verdict = m2g::Verdict::Admit;
-        d.reason = std::string("Admission=") + m2g::to_string(mode);
-    } else {
-        m2g::AdmissionRequest r;
-        r.intent = r_intent;
+    f.admission = part;
+    f.begin_time = job->details->begin_time;
+    f.request = [&pass, job] {
+        m2g::PendingRequest r;
+        r.spank_env = env_vector(job->spank_job_env, job->spank_job_env_size);
         r.nodes = std::max<int>(1, job->details->min_nodes);
         r.gpus = static_cast<int>(m2g::job_gpus(job->tres_per_job ? job->tres_per_job : "",
                                                 job->tres_per_node ? job->tres_per_node : "",
                                                 job->tres_per_task ? job->tres_per_task : "", r.nodes,
                                                 job->details->num_tasks));
-        if (r.gpus == 0)
-            r.gpus = r.intent.gpus;
         r.time_limit_s = limit_seconds(job->time_limit, job->part_ptr);
-        r.now = now;
-        r.user_begin = user_begin;
         r.account = job->account ? job->account : "";
-        r.check_reserved = false;  // checked when it was submitted
-        if (r.intent.defer == m2g::DeferConsent::No && !c.model->admission.defer_exempt_groups.empty()) {
-            r.user = user_name(job->user_id);
-            r.groups = group_names(r.user, job->group_id);
-        }
+        r.deadline = job->deadline;
         auto cached = pass.candidates.find(job->part_ptr);
         if (cached == pass.candidates.end())
-            cached = pass.candidates.emplace(job->part_ptr, candidate_nodes(*c.model, job->part_ptr)).first;
+            cached = pass.candidates.emplace(job->part_ptr, candidate_nodes(pass.model, job->part_ptr)).first;
         r.candidate_nodes = cached->second;
-        cap_by_slurm_deadline(r, c.model->admission, job->deadline);
-        d = m2g::decide(*c.model, c.view, r, nullptr);
-        if (d.verdict == m2g::Verdict::Reject)
-            return false;  // admitted once; a later rejection would lose it: leave it as it is
-    }
-    int64_t begin = d.verdict == m2g::Verdict::Defer || d.verdict == m2g::Verdict::Pace ? d.begin_time : 0;
-    begin = std::max(begin, user_begin);
-    const bool now_waiting = begin > now;
-    if (!waiting && !now_waiting)
-        return false;  // eligible, and stays eligible
-    if (waiting && now_waiting) {
-        if (begin == begin_now)
-            return false;  // unchanged
-        // A re-check deferral (no known end) keeps its time while the cause
-        // lasts: select/m2g blocks the job meanwhile if it comes due.
-        const std::string cause = token(part, "cause");
-        if (cause == d.cause && (cause == "power:site" || cause == "failsafe") && begin_now > now)
-            return false;
-    }
+        r.identity = [job](std::string& user, std::vector<std::string>& groups) {
+            user = user_name(job->user_id);
+            groups = group_names(user, job->group_id);
+        };
+        return r;
+    };
+    const m2g::ReleaseAction action = pass.session.reevaluate(f, pass.now);
+    if (!action.changed())
+        return false;
 
-    job->details->begin_time = now_waiting ? begin : std::max<int64_t>(now, user_begin);
-    std::string text = admission_text(d, r_intent, c.model->admission, user_begin, false);
-    if (waiting && !now_waiting)
-        text = "released at " + m2g::format_utc(now) + ": " + text;
+    job->details->begin_time = action.begin_time;
+    const std::string& text = action.admission;
     const std::string updated = m2g::set_annotation(comment, m2g::AnnotationPart::Admission, text);
     xfree(job->admin_comment);
     job->admin_comment = xstrdup(updated.c_str());
-    job->state_reason = now_waiting ? WAIT_TIME : WAIT_NO_REASON;
+    job->state_reason = action.waiting() ? WAIT_TIME : WAIT_NO_REASON;
     xfree(job->state_desc);
-    info("%sJobId=%u %s: %s", kLog, job->job_id, now_waiting ? "deferred" : "released", d.reason.c_str());
-    // Counted without a time: the latency histogram is about submissions.
-    if (!now_waiting)
-        g_stats.decision(m2g::AdmissionVerdict::Released, -1);
-    else if (!waiting)
-        g_stats.decision(counted_as(d.verdict), -1);
     return true;
 }
 
 void release_pass(Shared& s)
 {
     const int64_t now = time(nullptr);
-    const Current c = current(s, now);
-    if (!c.model)
+    const std::shared_ptr<const m2g::Model> model = s.session.begin_pass(now);
+    if (!model)
         return;
     // conf, job (write: begin time, AdminComment), node, partition, federation
     // (and, since 23.11, the select plugin's node data: not touched).
@@ -562,7 +373,7 @@ void release_pass(Shared& s)
         }
     }
     int changed = 0;
-    Pass pass{c, now, c.view.hold || !m2g::active_events(c.view.snap.get(), now).empty(), {}};
+    Pass pass{s.session, *model, now, {}};
     if (job_list) {
         m2g_list_itr_t it = list_iterator_create(job_list);
         job_record_t* job;
@@ -586,11 +397,8 @@ void release_pass(Shared& s)
 void publish_stats(Shared& s)
 {
     std::string dir;
-    {
-        std::lock_guard<std::mutex> lk(s.mu);
-        if (s.model)
-            dir = s.model->admission.stats_dir;
-    }
+    if (const auto model = s.session.model())
+        dir = model->admission.stats_dir;
     const int64_t now = time(nullptr);
     if (dir.empty() || !g_stats.publish_due(now, m2g::kw::kStatsPublishSec))
         return;
@@ -610,11 +418,8 @@ void release_thread(std::shared_ptr<Shared> s)
 {
     for (;;) {
         int period = 5;
-        {
-            std::lock_guard<std::mutex> lk(s->mu);
-            if (s->model)
-                period = std::max(1, s->model->admission.release_check_sec);
-        }
+        if (const auto model = s->session.model())
+            period = std::max(1, model->admission.release_check_sec);
         {
             std::unique_lock<std::mutex> lk(s->wake_mu);
             s->wake.wait_for(lk, std::chrono::seconds(period), [&] { return s->stop; });
@@ -622,7 +427,7 @@ void release_thread(std::shared_ptr<Shared> s)
                 break;
         }
         try {
-            reload(*s, false);
+            s->session.load(s->conf, time(nullptr));
             release_pass(*s);
             publish_stats(*s);
         } catch (const std::exception& e) {
@@ -631,13 +436,7 @@ void release_thread(std::shared_ptr<Shared> s)
             error("%srelease pass: unexpected error", kLog);
         }
     }
-    std::shared_ptr<m2g::SignalFeed> feed;
-    {
-        std::lock_guard<std::mutex> lk(s->mu);
-        feed = s->feed;
-    }
-    if (feed)
-        feed->stop();
+    s->session.stop();
     std::lock_guard<std::mutex> lk(s->wake_mu);
     s->exited = true;
     s->wake.notify_all();
@@ -678,7 +477,7 @@ extern "C" int init(void)
     try {
         auto s = std::make_shared<Shared>();
         s->conf = conf_path();
-        reload(*s, true);
+        s->session.load(s->conf, time(nullptr));
         pin_self();
         static bool at_exit = false;
         if (!at_exit)
@@ -834,7 +633,7 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
     Shared& s = *g_shared;
     try {
         const int64_t now = time(nullptr);
-        const Current c = current(s, now);
+        const m2g::AdmissionContext c = s.session.current(now);
         if (!c.model)
             return SLURM_SUCCESS;
         // Before Admission=off returns: the intent carries placement too.
@@ -878,7 +677,7 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
             r.groups = group_names(r.user, job_desc->group_id);
         }
         r.candidate_nodes = candidate_nodes(*c.model, part);
-        cap_by_slurm_deadline(r, ap, job_desc->deadline);
+        m2g::cap_by_slurm_deadline(r, ap, job_desc->deadline);
 
         // No pacer here: submissions include --test-only probes and jobs that
         // later fail validation; select/m2g paces real starts.
@@ -892,7 +691,7 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
         if (d.verdict == m2g::Verdict::Reject && d.reason.find(" reserved, ") != std::string::npos)
             info("%suid %u (%s) account %s: refused: %s", kAudit, job_desc->user_id, r.user.c_str(),
                  r.account.empty() ? "(default)" : r.account.c_str(), d.reason.c_str());
-        timed.verdict = counted_as(d.verdict);  // Admission=monitor: what m2g would do
+        timed.verdict = m2g::counted_as(d.verdict);  // Admission=monitor: what m2g would do
         if (enforce && d.converted)
             convert_to_deferrable(job_desc);
         if (d.verdict == m2g::Verdict::Reject && enforce) {
