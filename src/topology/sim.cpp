@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <list>
 #include <map>
 #include <numeric>
@@ -14,12 +15,14 @@
 #include <tuple>
 
 #include "topology/admission.hpp"
+#include "topology/admission_session.hpp"
+#include "topology/annotation.hpp"
 #include "topology/config.hpp"
 #include "topology/error.hpp"
 #include "topology/hostlist.hpp"
 #include "topology/signals.hpp"
 #include "topology/intent.hpp"
-#include "topology/placement.hpp"
+#include "topology/session.hpp"
 #include "topology/well_known.hpp"
 
 namespace m2g {
@@ -56,63 +59,19 @@ std::string num(double v)
     return buf;
 }
 
-// Chooses nodes for a job of `nodes` whole nodes among the free ones.
+// Chooses nodes for a job of `nodes` whole nodes among the free ones: a
+// baseline policy, or cons_tres for what select/m2g leaves to it.
 class Placer {
   public:
     virtual ~Placer() = default;
-    // `fallback`: the job's prefer wait is over (only m2g looks at it).
-    // `heat`: per domain, lower is cooler (m2g breaks ties with it); may be null.
-    virtual bool place(int nodes, bool fallback, const std::vector<uint8_t>& free, const std::vector<double>* heat,
-                       std::vector<int>& out) = 0;
-};
-
-// The production engine, as select/m2g calls it for a job with the
-// cluster's default topology intent.
-class M2GPlacer : public Placer {
-  public:
-    explicit M2GPlacer(const Model& m) : engine_(m)
-    {
-        JobIntent intent;
-        apply_option(intent, kw::kOptTopology, m.policy.default_topology, 0);
-        req_.locality = intent.locality == Locality::Unset ? Locality::Prefer : intent.locality;
-        req_.level = intent.level;
-        req_.spare_per_domain = m.policy.spare_per_domain;
-    }
-    bool place(int nodes, bool fallback, const std::vector<uint8_t>& free, const std::vector<double>* heat,
-               std::vector<int>& out) override
-    {
-        req_.nodes = nodes;
-        req_.fallback = fallback;
-        if (heat)
-            state_.domain_heat = *heat;
-        else
-            state_.domain_heat.clear();
-        const Placement p = engine_.place(req_, free, state_);
-        if (!p.ok)
-            return false;
-        out = p.nodes;
-        return true;
-    }
-    Locality locality() const { return req_.locality; }
-    // The feed's degraded nodes and NVLink faults, as select/m2g merges them.
-    void set_health(const ClusterState& h)
-    {
-        state_.node_degraded = h.node_degraded;
-        state_.domain_nvlink_fault = h.domain_nvlink_fault;
-    }
-
-  private:
-    Engine engine_;
-    PlacementRequest req_;
-    ClusterState state_;
+    virtual bool place(int nodes, const std::vector<uint8_t>& free, std::vector<int>& out) = 0;
 };
 
 // The first free nodes in rank order.
 class FirstFitPlacer : public Placer {
   public:
     explicit FirstFitPlacer(const Model& m) : order_(m.nodes_in_rank_order()) {}
-    bool place(int nodes, bool, const std::vector<uint8_t>& free, const std::vector<double>*,
-               std::vector<int>& out) override
+    bool place(int nodes, const std::vector<uint8_t>& free, std::vector<int>& out) override
     {
         out.clear();
         for (int n : order_) {
@@ -186,8 +145,7 @@ class TreePlacer : public Placer {
                 subtree_leaves_[s].push_back(static_cast<int>(l));
         leaf_free_.resize(leaf_nodes_.size());
     }
-    bool place(int nodes, bool, const std::vector<uint8_t>& free, const std::vector<double>*,
-               std::vector<int>& out) override
+    bool place(int nodes, const std::vector<uint8_t>& free, std::vector<int>& out) override
     {
         out.clear();
         std::fill(leaf_free_.begin(), leaf_free_.end(), 0);
@@ -260,8 +218,7 @@ class BlockPlacer : public Placer {
         }
         block_free_.resize(nb);
     }
-    bool place(int nodes, bool, const std::vector<uint8_t>& free, const std::vector<double>*,
-               std::vector<int>& out) override
+    bool place(int nodes, const std::vector<uint8_t>& free, std::vector<int>& out) override
     {
         out.clear();
         const size_t nb = block_nodes_.size();
@@ -497,15 +454,18 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
     const int nnodes = static_cast<int>(m.nodes.size());
     const Signals* tl = opts.timeline;
 
+    // m2g is select/m2g's PlacementSession (signals gate, locality, the
+    // engine, the prefer fallback, started-power bookkeeping, pacing) and
+    // job_submit/m2g's decide() and AdmissionSession, as the plugins run
+    // them; what select/m2g leaves to cons_tres (locality any) goes to the
+    // tree policy, the simulator's cons_tres. The baselines place alone.
     std::unique_ptr<Placer> placer;
-    M2GPlacer* m2g_placer = nullptr;
+    std::unique_ptr<PlacementSession> select;
     switch (opts.policy) {
-    case SimPolicy::M2G: {
-        auto p = std::make_unique<M2GPlacer>(m);
-        m2g_placer = p.get();
-        placer = std::move(p);
+    case SimPolicy::M2G:
+        select = std::make_unique<PlacementSession>(SessionLog{}, 0);
+        placer = std::make_unique<TreePlacer>(m);
         break;
-    }
     case SimPolicy::Tree:
         placer = std::make_unique<TreePlacer>(m);
         break;
@@ -516,8 +476,16 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         placer = std::make_unique<FirstFitPlacer>(m);
         break;
     }
-    const bool prefer = m2g_placer && m2g_placer->locality() == Locality::Prefer;
-    const double prefer_wait = static_cast<double>(m.policy.prefer_wait_sec);
+    // When a waiting job's prefer wait ends, select/m2g may decide otherwise:
+    // m2g gets an event then (the jobs carry the cluster's default topology).
+    bool prefer = false;
+    if (select) {
+        JobIntent topo;
+        apply_option(topo, kw::kOptTopology, m.policy.default_topology, 0);
+        prefer = topo.locality == Locality::Prefer;
+    }
+    const int64_t prefer_wait_s = m.policy.prefer_wait_sec;
+    const double prefer_wait = static_cast<double>(prefer_wait_s);
 
     // Nodes nobody may use: down or degraded in the timeline's health.
     std::vector<uint8_t> node_ok(m.nodes.size(), 1);
@@ -526,8 +494,6 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             if ((n < tl->node_down.size() && tl->node_down[n]) ||
                 (n < tl->health.node_degraded.size() && tl->health.node_degraded[n]))
                 node_ok[n] = 0;
-        if (m2g_placer)
-            m2g_placer->set_health(tl->health);
     }
     for (uint8_t ok : node_ok)
         r.unusable_nodes += !ok;
@@ -548,7 +514,7 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             any_budget = true;
     if (tl && !tl->events.empty())
         any_budget = true;
-    const bool power_aware = m2g_placer && (tl || any_budget) && m.admission.mode == AdmissionMode::Enforce;
+    const bool power_aware = select && (tl || any_budget) && m.admission.mode == AdmissionMode::Enforce;
 
     // Jobs: scale, order, shuffle ties, compress arrivals.
     std::vector<SimJobResult>& jobs = r.job_results;
@@ -668,11 +634,49 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         return u;
     };
 
-    // Can a job ever start? (On an empty healthy cluster, with the wait over.)
-    std::map<std::pair<int, int>, bool> ever_fits;
+    // m2g: job j as select/m2g sees it (JobFacts): the class every job
+    // carries, whole nodes, its run time as its limit, eligible since it
+    // was admitted or released.
+    std::vector<std::string> env;
+    for (const auto& [k, v] : encode_intent(intent))
+        env.push_back(k + "=" + v);
+    auto facts_of = [&](int j) {
+        JobFacts f;
+        f.job_id = static_cast<uint32_t>(j);
+        f.spank_env = env;
+        f.nodes = jobs[j].nodes;
+        f.min_nodes = jobs[j].nodes;
+        f.gpus_per_node = jobs[j].gpus_per_node;
+        f.time_limit_s = static_cast<int64_t>(std::ceil(duration[j]));
+        f.eligible_since = epoch(jobs[j].eligible);
+        return f;
+    };
+    // One select_p_job_test on `offer` at `now`, cons_tres's part played by
+    // the tree policy: true with the job's nodes in `picked`.
     std::vector<int> picked;
+    std::vector<uint8_t> stock_offer;
+    auto select_nodes = [&](const JobFacts& f, const std::vector<uint8_t>& offer, const FreeGpus& free_now,
+                            SelectMode mode, double now) {
+        const int total = static_cast<int>(std::count(offer.begin(), offer.end(), uint8_t(1)));
+        const Outcome o = select->decide(f, offer, total, free_now, mode, epoch(now));
+        if (o.offer == Outcome::Offer::Refuse)
+            return false;
+        if (o.offer == Outcome::Offer::Narrowed) {
+            picked = o.nodes;  // cons_tres takes them: all are offered with the job's GPUs free
+            return true;
+        }
+        stock_offer = offer;
+        for (int n : o.ruled_out)
+            stock_offer[n] = 0;
+        return placer->place(f.nodes, stock_offer, picked);
+    };
+
+    // Can a job ever start? (On an empty healthy cluster; for m2g,
+    // select/m2g's test-only question with the prefer wait over.)
+    std::map<std::pair<int, int>, bool> ever_fits;
     std::vector<uint8_t> scratch;
-    auto fits_empty = [&](const SimJobResult& j) {
+    auto fits_empty = [&](int index, double now) {
+        const SimJobResult& j = jobs[index];
         const std::pair<int, int> key{j.nodes, j.gpus_per_node};
         auto it = ever_fits.find(key);
         if (it != ever_fits.end())
@@ -681,7 +685,14 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         int ok = 0;
         for (size_t n = 0; n < m.nodes.size(); ++n)
             ok += scratch[n] = node_ok[n] && m.nodes[n].gpus >= j.gpus_per_node;
-        const bool fits = j.nodes <= ok && placer->place(j.nodes, true, scratch, nullptr, picked);
+        bool fits = j.nodes <= ok;
+        if (fits && select) {
+            JobFacts f = facts_of(index);
+            f.eligible_since = std::numeric_limits<int64_t>::min() / 4;  // the wait is over
+            fits = select_nodes(f, scratch, [&](int n) { return m.nodes[n].gpus; }, SelectMode::TestOnly, now);
+        } else if (fits) {
+            fits = placer->place(j.nodes, scratch, picked);
+        }
         ever_fits.emplace(key, fits);
         return fits;
     };
@@ -689,23 +700,40 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
     // Power: per node and per domain, of the running jobs.
     std::vector<double> node_kw(m.nodes.size(), 0.0), domain_kw(m.domains.size(), 0.0);
     double site_kw = 0;
-    Pacer pacer;
     std::shared_ptr<Signals> snap;
-    std::vector<double> heat, no_started(m.domains.size(), 0.0);
+    // Jobs started in the second the next snapshot is generated in: the
+    // BMS has not reported their draw yet; select/m2g books it
+    // (job_started) until a later snapshot.
+    std::vector<int> recent;
+    std::vector<double> reported_kw;  // per node
     auto view_at = [&](double now) {
         // The feed as the plugins would see it now: the timeline's budgets,
         // events, maintenance and health, and the draw the BMS would report.
+        const int64_t e = epoch(now);
         snap = std::make_shared<Signals>(tl ? *tl : Signals{});
-        snap->generated_at = epoch(now);
+        snap->generated_at = e;
+        reported_kw = node_kw;
         snap->site.draw_kw = site_kw;
         snap->racks.resize(m.domains.size());
         for (size_t d = 0; d < m.domains.size(); ++d)
             snap->racks[d].draw_kw = domain_kw[d];
+        recent.erase(std::remove_if(recent.begin(), recent.end(),
+                                    [&](int j) { return epoch(jobs[j].start) < e || jobs[j].end <= now; }),
+                     recent.end());
+        for (int j : recent) {
+            const double kw_node = jobs[j].w_gpu * jobs[j].gpus_per_node / 1000.0;
+            for (int n : jobs[j].placed) {
+                reported_kw[n] -= kw_node;
+                if (m.nodes[n].domain != kNone)
+                    snap->racks[m.nodes[n].domain].draw_kw -= kw_node;
+            }
+            snap->site.draw_kw -= kw_node * static_cast<double>(jobs[j].placed.size());
+        }
         snap->rows.resize(m.fault_domains.size());
         for (size_t f = 0; f < m.fault_domains.size(); ++f) {
             double kw = 0;
             for (int n : m.fault_domains[f].nodes)
-                kw += node_kw[n];
+                kw += reported_kw[n];
             snap->rows[f].draw_kw = kw;
         }
         SignalsView v;
@@ -715,6 +743,9 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         return v;
     };
     SignalsView view;  // valid during one pass when power_aware
+    if (select)
+        select->adopt(m, power_aware ? SignalsSource([&](int64_t) { return view; }) : SignalsSource(),
+                      tl ? tl->health : ClusterState{});
 
     std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
     for (size_t i = 0; i < jobs.size(); ++i)
@@ -782,44 +813,56 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         running.emplace(job.end, j);
         events.push({job.end, kEnd, j});
         book_power(job, 1);
-        if (power_aware) {
-            // select_p_job_begin books the start with the pacer, then the
-            // next placement sees the new draw.
-            pacer.book(m.admission, epoch(now), job.gpus,
-                       job.gpus * power_w_per_gpu(m.admission, intent) / 1000.0);
-            view = view_at(now);
+        if (select) {
+            select->job_started(facts_of(j), job.placed, epoch(now));  // select_p_job_begin
+            if (power_aware)
+                recent.push_back(j);
         }
     };
-    auto can_fallback = [&](int j, double now) { return !prefer || now - jobs[j].eligible >= prefer_wait; };
     auto try_place = [&](int j, double now) {
         const SimJobResult& job = jobs[j];
-        const bool fb = can_fallback(j, now);
-        const std::tuple<int, int, bool> key{job.nodes, job.gpus_per_node, fb};
-        if (job.nodes > usable_nodes(job.gpus_per_node) || (!power_aware && failed.count(key)))
+        if (job.nodes > usable_nodes(job.gpus_per_node))
             return false;
-        const std::vector<uint8_t>* u = &usable_for(job.gpus_per_node);
-        if (power_aware) {
-            // select/m2g's gate(): maintenance, rack/row/site headroom, pacing.
-            scratch = *u;
-            GateRequest gr;
-            gr.intent = intent;
-            gr.gpus_per_node = job.gpus_per_node;
-            gr.nodes = job.nodes;
-            gr.time_limit_s = static_cast<int64_t>(std::ceil(duration[j]));
-            gr.now = epoch(now);
-            const GateResult g = gate(m, view, gr, no_started, &pacer, scratch, heat);
-            if (g.blocked)
+        const std::vector<uint8_t>& offer = usable_for(job.gpus_per_node);
+        if (!select) {
+            const std::tuple<int, int, bool> key{job.nodes, job.gpus_per_node, false};
+            if (failed.count(key))
                 return false;
-            u = &scratch;
+            if (placer->place(job.nodes, offer, picked))
+                return true;
+            failed.insert(key);
+            return false;
         }
-        if (placer->place(job.nodes, fb, *u, power_aware ? &heat : nullptr, picked))
+        const JobFacts f = facts_of(j);
+        // Without signals, select/m2g answers equal requests alike within a
+        // pass but for the prefer wait, which the key holds.
+        const std::tuple<int, int, bool> key{job.nodes, job.gpus_per_node,
+                                             epoch(now) - f.eligible_since >= prefer_wait_s};
+        if (!power_aware && failed.count(key))
+            return false;
+        if (select_nodes(f, offer, [&](int n) { return node_free[n]; }, SelectMode::RunNow, now))
             return true;
         failed.insert(key);
         return false;
     };
-    // Admission at submission and at each release (job_submit/m2g's
-    // decide() and its release thread): true when the job may queue now.
-    auto admit = [&](int j, double now) {
+    // job_submit/m2g on the simulated feed: decide() at submission, and the
+    // release thread's rules (AdmissionSession) for each job m2g holds, at
+    // its begin time, and for every pending job where the timeline changes
+    // (an event or a maintenance window starts or ends), as its next pass
+    // would. Only with power_aware.
+    AdmissionSession admission(SessionLog{}, nullptr);
+    if (power_aware)
+        admission.adopt(std::shared_ptr<const Model>(&m, [](const Model*) {}), [&](int64_t) { return view; });
+    std::vector<std::string> adm_text(jobs.size());  // each job's AdminComment admission part
+    std::vector<int64_t> adm_begin(jobs.size(), 0);  // the begin time m2g holds a job until, 0: not held
+    auto hold = [&](int j, int64_t begin, double now, const std::string& reason) {
+        jobs[j].deferred = true;
+        jobs[j].admission = reason;
+        adm_begin[j] = begin;
+        events.push({std::max(now + 1, sim_time(begin)), kRelease, j});
+    };
+    // At submission: true when the job may queue now.
+    auto submit = [&](int j, double now) {
         if (!power_aware)
             return true;
         SimJobResult& job = jobs[j];
@@ -829,26 +872,75 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         ar.nodes = job.nodes;
         ar.time_limit_s = static_cast<int64_t>(std::ceil(duration[j]));
         ar.now = epoch(now);
-        const Decision d = decide(m, view, ar, nullptr);
+        const AdmissionContext c = admission.current(ar.now);
+        const Decision d = decide(*c.model, c.view, ar, nullptr);
         if (d.verdict == Verdict::Reject) {
             job.admission = d.reason;
             ++r.admission_rejected;
             return false;
         }
+        adm_text[j] = format(admission_annotation(d, intent, m.admission, 0, false));
         if ((d.verdict == Verdict::Defer || d.verdict == Verdict::Pace) && d.begin_time > ar.now) {
-            job.deferred = true;
-            job.admission = d.reason;
-            events.push({std::max(now + 1, sim_time(d.begin_time)), kRelease, j});
+            hold(j, d.begin_time, now, d.reason);
             return false;
         }
-        job.eligible = now;
         return true;
+    };
+    // The release thread on pending job j (held, or queued): what it does.
+    auto release_rules = [&](int j, double now) {
+        PendingJobFacts f;
+        f.job_id = static_cast<uint32_t>(j);
+        f.pending = true;
+        f.admission = adm_text[j];
+        f.begin_time = adm_begin[j] ? adm_begin[j] : epoch(jobs[j].eligible);
+        f.request = [&, j] {
+            PendingRequest q;
+            q.spank_env = env;
+            q.nodes = jobs[j].nodes;
+            q.gpus = jobs[j].gpus;
+            q.time_limit_s = static_cast<int64_t>(std::ceil(duration[j]));
+            return q;
+        };
+        const ReleaseAction a = admission.reevaluate(f, epoch(now));
+        if (a.changed())
+            adm_text[j] = a.admission;
+        if (a.waiting())
+            hold(j, a.begin_time, now, a.reason);
+        return a;
     };
     auto enqueue = [&](int j) {
         auto it = queue.end();
         while (it != queue.begin() && *std::prev(it) > j)
             --it;
         queue.insert(it, j);
+    };
+    // Eligible from `now`: into the queue (the prefer wait starts).
+    auto queue_job = [&](int j, double now) {
+        adm_begin[j] = 0;
+        jobs[j].eligible = now;
+        enqueue(j);
+        if (prefer && prefer_wait > 0)
+            events.push({now + prefer_wait, kWake, j});
+    };
+    // The release thread on a job m2g holds: released, moved, or left
+    // (then it is eligible once its begin time has come).
+    auto release_held = [&](int j, double now) {
+        const ReleaseAction a = release_rules(j, now);
+        if (a.kind == ReleaseAction::Kind::Release ||
+            (a.kind == ReleaseAction::Kind::None && epoch(now) >= adm_begin[j]))
+            queue_job(j, now);
+    };
+    // A release pass where the timeline changes: every job m2g holds, and
+    // (under pressure) every queued one, each once.
+    auto release_pass = [&](double now) {
+        std::vector<int> held;
+        for (size_t j = 0; j < jobs.size(); ++j)
+            if (adm_begin[j])
+                held.push_back(static_cast<int>(j));
+        for (auto it = queue.begin(); it != queue.end();)
+            it = release_rules(*it, now).waiting() ? queue.erase(it) : std::next(it);
+        for (int j : held)
+            release_held(j, now);
     };
 
     auto schedule = [&](double now) {
@@ -966,12 +1058,15 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             over_integral += dt;
         integrate_events(last_t, now);
         last_t = now;
-        std::vector<int> arrivals;
+        std::vector<int> arrivals, releases;
+        bool edge = false;  // the timeline changes now
         while (!events.empty() && events.top().t == now) {
             const Event e = events.top();
             events.pop();
-            if (e.kind == kSignal)
-                continue;  // nothing to change; the pass below sees the new time
+            if (e.kind == kSignal) {
+                edge = true;  // the passes below see the new time
+                continue;
+            }
             SimJobResult& job = jobs[e.job];
             if (e.kind == kEnd) {
                 running.erase(running.find({job.end, e.job}));
@@ -981,24 +1076,28 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
                 book_power(job, -1);
                 last_end = std::max(last_end, now);
             } else if (e.kind == kSubmit) {
-                if (!fits_empty(job)) {
+                if (!fits_empty(e.job, now)) {
                     ++r.rejected;
                     continue;
                 }
                 arrivals.push_back(e.job);
             } else if (e.kind == kRelease) {
-                arrivals.push_back(e.job);
+                releases.push_back(e.job);
             }
             // kWake: nothing to change; the pass below retries with the wait over.
         }
-        if (power_aware)
+        if (power_aware) {
             view = view_at(now);  // with the ends applied
+            admission.begin_pass(epoch(now));
+            if (edge)
+                release_pass(now);
+        }
+        for (int j : releases)  // held jobs whose begin time came (not one a pass moved)
+            if (adm_begin[j] && epoch(now) >= adm_begin[j])
+                release_held(j, now);
         for (int j : arrivals)
-            if (admit(j, now)) {
-                enqueue(j);
-                if (prefer && prefer_wait > 0)
-                    events.push({now + prefer_wait, kWake, j});
-            }
+            if (submit(j, now))
+                queue_job(j, now);
         schedule(now);
         check_caps(now);
         r.peak_site_kw = std::max(r.peak_site_kw, site_kw);

@@ -7,14 +7,22 @@
 // n = ceil(G / P) nodes with ceil(G / n) GPUs free on each (P: the largest
 // node), so small jobs share nodes as under select/m2g. Where a job goes is
 // the chosen policy's decision:
-//   m2g       Engine::place, the very code select/m2g runs (never a copy);
+//   m2g       select/m2g's PlacementSession (session.hpp), the very code
+//             the plugin runs (never a copy): decide() on the nodes with
+//             the job's GPUs free, mode RunNow, the simulated clock, then
+//             job_started(); what it leaves to cons_tres (locality any)
+//             goes to the tree policy below;
 //   tree      an approximation of cons_tres with topology/tree;
 //   block     an approximation of Slurm 23.11+ topology/block;
 //   firstfit  the first free nodes in rank order.
-// With a signals timeline or power budgets, m2g also runs admission as the
-// plugins do (decide() at submit and release, gate() before placement) on a
-// feed whose draw is the simulated one; every policy's cap violations are
-// measured. No Slurm, no globals, no randomness but the seeded streams.
+// With a signals timeline or power budgets, m2g also runs admission as
+// job_submit/m2g does, on a feed whose draw is the simulated one (what
+// started in the snapshot's own second is not in it: select/m2g books it):
+// decide() at submission, and AdmissionSession's release rules for each job
+// it holds at its begin time and, where the timeline changes, for every
+// pending job (the queued deferrable ones are deferred when an event
+// starts). Every policy's cap violations are measured. No Slurm, no
+// globals, no randomness but the seeded streams.
 #pragma once
 
 #include <cstdint>
