@@ -7,7 +7,7 @@
 //   m2g topology import-slurm [--gpus-per-node N] [--leaf-as-domain] FILE
 //   m2g topology locate FILE HOSTLIST
 //   m2g recipe list|show NAME|validate [--catalog FILE]
-//   m2g place --topology FILE [--state STATE.json] --request REQ [--json]
+//   m2g place --topology FILE [--state STATE.json] [--signals FEED] --request REQ [--json]
 //   m2g simulate --topology FILE --trace FILE [--policy m2g|tree|block|firstfit]
 //                [--scale-gpus K] [--load L] [--seed S] [--signals-timeline FEED]
 //                [--power-cdf CSV [--power-cluster C]] [--class CLASS] [--job-log FILE] [--json]
@@ -33,9 +33,11 @@
 #include <iostream>
 #include <sstream>
 #include <algorithm>
+#include <limits>
 #include <ctime>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "m2g_config.h"
@@ -48,6 +50,7 @@
 #include "topology/cluster_state.hpp"
 #include "topology/placement.hpp"
 #include "topology/recipes.hpp"
+#include "topology/session.hpp"
 #include "topology/signals.hpp"
 #include "topology/sim.hpp"
 #include "topology/trace.hpp"
@@ -198,6 +201,136 @@ std::string read_input(const std::string& path)
 }
 std::string input_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
 
+// `m2g place`: one select_p_job_test through select/m2g's PlacementSession
+// on a described cluster: Slurm offers the usable nodes (--state), all
+// their GPUs free; the job takes whole nodes, has no time limit and the
+// request's intent (prefer:nvlink unless topology= says otherwise); the
+// signals are the feed's view now (--signals, with m2g.conf's TTL and
+// fail-safe). Returns the exit status (kExitWouldWait when it would wait).
+struct PlaceArgs {
+    std::string topology, state, signals, request;
+    bool json = false;
+};
+
+// Whether a --request text names `key` (key=value among its items).
+bool request_names(const std::string& text, const std::string& key)
+{
+    std::istringstream in(text);
+    for (std::string item; std::getline(in, item, ',');)
+        if (item.compare(0, key.size() + 1, key + "=") == 0)
+            return true;
+    return false;
+}
+
+std::string json_string(const std::string& s)
+{
+    json_object* o = json_object_new_string(s.c_str());
+    std::string out = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+    json_object_put(o);
+    return out;
+}
+
+int run_place(const PlaceArgs& a)
+{
+    std::vector<std::string> warnings;
+    m2g::Model m = m2g::load_model(a.topology, &warnings);
+    print_warnings(warnings, a.topology);
+    m2g::DescribedState st;
+    if (!a.state.empty())
+        st = m2g::read_state_json(a.state, m);
+    else
+        st.usable.assign(m.nodes.size(), 1);
+    int node_gpus = 0;
+    for (const auto& n : m.nodes)
+        node_gpus = std::max(node_gpus, n.gpus);
+    const m2g::PlacementRequest req = m2g::parse_request(a.request, node_gpus);
+    if (request_names(a.request, "spare"))
+        m.policy.spare_per_domain = req.spare_per_domain;  // stands in for SparePerDomain=
+    const int64_t now = time(nullptr);
+
+    m2g::SignalsSource signals;
+    std::string feed_detail;
+    if (!a.signals.empty()) {
+        // A broken feed is this command's error, not a fail-safe: check it
+        // first, then read it as select/m2g's feed would now.
+        m2g::parse_signals(m2g::read_text_file(a.signals), a.signals, m, now);
+        const m2g::AdmissionPolicy& ap = m.admission;
+        m2g::SignalFeed feed(a.signals, ap.signals_ttl_sec, ap.failsafe, m, nullptr);
+        feed.refresh(now);
+        const m2g::SignalsView view = feed.view(now);
+        feed_detail = view.detail;
+        signals = [view](int64_t) { return view; };
+    }
+    m2g::PlacementSession session(m2g::SessionLog{[](m2g::LogLevel, const std::string& msg) {
+                                                      std::cerr << "m2g: " << msg << "\n";
+                                                  }, nullptr, nullptr},
+                                  now);
+    session.adopt(m, signals, st.health);
+
+    m2g::JobIntent intent;
+    intent.locality = req.locality;
+    intent.level = req.level;
+    intent.segment = req.segment;
+    m2g::JobFacts job;
+    for (const auto& [k, v] : m2g::encode_intent(intent))
+        job.spank_env.push_back(k + "=" + v);
+    job.nodes = req.nodes;
+    job.min_nodes = req.nodes;
+    job.gpus_per_node = node_gpus;
+    // fallback=yes: the prefer wait is over.
+    job.eligible_since = req.fallback ? std::numeric_limits<int64_t>::min() / 4 : now;
+    const int offered = static_cast<int>(std::count(st.usable.begin(), st.usable.end(), uint8_t(1)));
+    const m2g::Outcome o = session.decide(job, st.usable, offered, [&](int mi) { return m.nodes[mi].gpus; },
+                                          m2g::SelectMode::RunNow, now);
+
+    std::string out;
+    m2g::Placement shown = o.placement;
+    if (o.offer == m2g::Outcome::Offer::Stock) {
+        // select/m2g leaves the job to cons_tres on the offer less what the
+        // gate ruled out.
+        std::vector<uint8_t> allowed = st.usable;
+        for (int mi : o.ruled_out)
+            allowed[mi] = 0;
+        std::vector<std::string> names;
+        for (size_t mi = 0; mi < allowed.size(); ++mi)
+            if (allowed[mi])
+                names.push_back(m.nodes[mi].name);
+        const std::string hl = names.empty() ? "" : m2g::hostlist_compress(names);
+        if (a.json)
+            out = "{\"ok\":true,\"stock\":true,\"policy\":" + json_string(o.policy) + ",\"allowed\":" +
+                  json_string(hl) + ",\"allowed_count\":" + std::to_string(names.size()) + "}\n";
+        else
+            out = "stock:    cons_tres places the job (policy=" + o.policy + ") on " +
+                  (names.empty() ? std::string("-") : hl) + " (" + std::to_string(names.size()) + " allowed)\n";
+    } else {
+        if (o.offer == m2g::Outcome::Offer::Refuse && o.verdict != m2g::SelectVerdict::Waiting) {
+            shown = m2g::Placement{};  // the signals block it before any placement
+            shown.reason = o.reason;
+        }
+        out = m2g::format_placement(m, shown, a.json);
+    }
+    // What the signals gate avoided or noted (Outcome::signals_note is
+    // " signals=<notes>"), and the feed it read.
+    const std::string_view note_key = " signals=";
+    const std::string notes =
+        o.signals_note.rfind(note_key, 0) == 0 ? o.signals_note.substr(note_key.size()) : std::string();
+    if (a.json) {
+        std::string extra;
+        if (!notes.empty())
+            extra += ",\"signals\":" + json_string(notes);
+        if (!a.signals.empty())
+            extra += ",\"feed\":" + json_string(feed_detail);
+        out.insert(out.rfind('}'), extra);
+    } else {
+        if (!notes.empty())
+            out += "signals:  " + notes + "\n";
+        if (!a.signals.empty())
+            out += "feed:     " + feed_detail + "\n";
+    }
+    std::cout << out;
+    return o.offer == m2g::Outcome::Offer::Refuse ? kExitWouldWait : 0;
+}
+
 // `m2g simulate`: replay a trace on the model with one placement policy.
 struct SimulateArgs {
     std::string topology, trace, policy = "m2g", timeline, power_cdf, power_cluster = "kalos", job_log;
@@ -290,13 +423,17 @@ int main(int argc, char** argv)
         sub->add_option("--catalog", catalog, "catalog file (default $M2G_RECIPES or /etc/slurm/m2g-recipes.conf)");
     rvalidate->add_option("FILE", catalog, "catalog to check (default $M2G_RECIPES or /etc/slurm/m2g-recipes.conf)");
 
-    std::string state_file, request;
     bool as_json = false;
-    auto* place = app.add_subcommand("place", "Where would a job go? Runs select/m2g's engine on a described cluster");
-    place->add_option("--topology", file, "m2g.conf")->required();
-    place->add_option("--state", state_file, "JSON: busy, drained, degraded nodes; NVLink-fault and over-limit domains");
-    place->add_option("--request", request, "e.g. gpus=72,topology=strict:nvlink or nodes=36,segment=18")->required();
-    place->add_flag("--json", as_json, "one JSON object");
+    PlaceArgs pl;
+    auto* place = app.add_subcommand("place", "Where would a job go? Runs select/m2g's policy on a described cluster");
+    place->add_option("--topology", pl.topology, "m2g.conf")->required();
+    place->add_option("--state", pl.state, "JSON: busy, drained, degraded nodes; NVLink-fault and over-limit domains");
+    place->add_option("--signals", pl.signals,
+                      "a signals feed (m2g.signals/v1) as select/m2g would read it now: maintenance, down nodes, "
+                      "power budgets and events, thermal");
+    place->add_option("--request", pl.request, "e.g. gpus=72,topology=strict:nvlink or nodes=36,segment=18")
+        ->required();
+    place->add_flag("--json", pl.json, "one JSON object");
 
     SimulateArgs sim;
     auto* simulate = app.add_subcommand(
@@ -418,22 +555,7 @@ int main(int argc, char** argv)
             const std::vector<std::string> nodes = m2g::hostlist_expand(hostlist);
             std::cout << m2g::describe(m, m2g::span_of(m, nodes), nodes.size()) << "\n";
         } else if (*place) {
-            m2g::Model m = m2g::load_model(file, &warnings);
-            print_warnings(warnings, file);
-            m2g::DescribedState st;
-            if (!state_file.empty())
-                st = m2g::read_state_json(state_file, m);
-            else
-                st.usable.assign(m.nodes.size(), 1);
-            int node_gpus = 0;
-            for (const auto& n : m.nodes)
-                node_gpus = std::max(node_gpus, n.gpus);
-            const m2g::PlacementRequest req = m2g::parse_request(request, node_gpus);
-            m2g::Engine engine(m);
-            const m2g::Placement p = engine.place(req, st.usable, st.health);
-            std::cout << m2g::format_placement(m, p, as_json);
-            if (!p.ok)
-                return kExitWouldWait;
+            return run_place(pl);
         } else if (*simulate) {
             run_simulate(sim);
         } else if (*dnode) {
