@@ -478,6 +478,13 @@ extern "C" int init(void)
         auto s = std::make_shared<Shared>();
         s->conf = conf_path();
         s->session.load(s->conf, time(nullptr));
+        // The new slurmctld of a 23.11+ reconfigure (job_submit plugins load
+        // only into slurmctld), with m2g.conf broken: fail, so the running
+        // slurmctld keeps the last good m2g.conf.
+        if (!s->session.model() && m2g_reconfigure_child()) {
+            error("%s%s", kLog, M2G_RECONF_REFUSED);
+            return SLURM_ERROR;
+        }
         pin_self();
         static bool at_exit = false;
         if (!at_exit)
