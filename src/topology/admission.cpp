@@ -707,7 +707,14 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
     const AdmissionPolicy& p = m.admission;
     GateResult g;
     std::vector<std::string> notes;
+    std::vector<std::string> racks_over, rows_over;
+    auto note = [&](WaitCause wait, std::string text) {
+        if (notes.empty())
+            g.wait = wait;
+        notes.push_back(std::move(text));
+    };
     std::string blocked;
+    WaitCause blocked_by = WaitCause::None;
     heat.assign(m.domains.size(), 0.0);
     const size_t n_nodes = std::min(usable.size(), m.nodes.size());
     auto clear = [&](int n) {
@@ -745,20 +752,22 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
             for (int n : w.nodes)
                 k += clear(n);
             if (k)
-                notes.push_back("maintenance " + w.id + ": " + std::to_string(k) + " nodes avoided");
+                note(WaitCause::Maintenance, "maintenance " + w.id + ": " + std::to_string(k) + " nodes avoided");
         }
         int down = 0;
         for (size_t n = 0; n < s->node_down.size() && n < n_nodes; ++n)
             if (s->node_down[n])
                 down += clear(static_cast<int>(n));
         if (down)
-            notes.push_back(std::to_string(down) + " nodes down");
+            note(WaitCause::NodesDown, std::to_string(down) + " nodes down");
     }
 
     const bool deadline_reached = r.intent.defer == DeferConsent::Until && r.intent.defer_until <= r.now;
     if (is_deferrable(p, r.intent) && !deadline_reached) {
-        if (v.hold)
+        if (v.hold) {
             blocked = "signals stale/missing, fail-safe defer holds deferrable work";
+            blocked_by = WaitCause::Failsafe;
+        }
         if (s) {
             const double node_kw = std::max(0, r.gpus_per_node) * power_w_per_gpu(p, r.intent) / 1000.0;
             const double job_kw = node_kw * std::max(0, r.nodes);
@@ -782,9 +791,12 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
                     else
                         k += clear(n);
                 }
-                if (k)
-                    notes.push_back("rack " + m.domains[d].name + " over budget: " + kw1(std::max(0.0, head)) +
-                                    " kW free, job needs " + kw1(node_kw) + " kW/node");
+                if (k) {
+                    note(WaitCause::RackPower, "rack " + m.domains[d].name + " over budget: " +
+                                                   kw1(std::max(0.0, head)) + " kW free, job needs " + kw1(node_kw) +
+                                                   " kW/node");
+                    racks_over.push_back(m.domains[d].name);
+                }
             }
             // Rows: the whole job must fit in the row's headroom.
             for (size_t f = 0; f < m.fault_domains.size(); ++f) {
@@ -809,9 +821,11 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
                 int k = 0;
                 for (int n : fd.nodes)
                     k += clear(n);
-                if (k)
-                    notes.push_back("row " + fd.name + " over budget: " + kw1(std::max(0.0, head)) +
-                                    " kW free, job needs " + kw1(job_kw) + " kW");
+                if (k) {
+                    note(WaitCause::RowPower, "row " + fd.name + " over budget: " + kw1(std::max(0.0, head)) +
+                                                  " kW free, job needs " + kw1(job_kw) + " kW");
+                    rows_over.push_back(fd.name);
+                }
             }
             // The site: the job waits.
             const double budget = effective_budget_kw(m, s, EventScope::Site, kNone, r.now);
@@ -822,6 +836,7 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
                 const double head = budget - s->site.draw_kw - all_started;
                 if (head < job_kw) {
                     blocked = "site power: " + kw1(std::max(0.0, head)) + " kW free of " + kw1(budget) + " kW";
+                    blocked_by = WaitCause::SitePower;
                     for (const CurtailmentEvent* e : active_events(s, r.now))
                         if (e->scope == EventScope::Site) {
                             const std::string cut =
@@ -838,14 +853,22 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
     if (blocked.empty() && s && pacer && pacing_limits(p) && !active_events(s, r.now).empty()) {
         const double job_kw =
             std::max(0, r.gpus_per_node) * power_w_per_gpu(p, r.intent) / 1000.0 * std::max(0, r.nodes);
-        if (!pacer->fits_now(p, r.now, r.gpus_per_node * r.nodes, job_kw))
+        if (!pacer->fits_now(p, r.now, r.gpus_per_node * r.nodes, job_kw)) {
             blocked = "pacing: " + std::to_string(pacer->gpus_in_interval(p, r.now)) +
                       " GPUs already started this interval";
+            blocked_by = WaitCause::Pacing;
+        }
     }
     g.blocked = !blocked.empty();
-    if (g.blocked)
+    if (g.blocked) {
         notes.insert(notes.begin(), blocked);
+        g.wait = blocked_by;
+    }
     g.reason = one_line(join(notes, ", "));
+    if (g.wait == WaitCause::RackPower)
+        g.over = std::move(racks_over);
+    else if (g.wait == WaitCause::RowPower)
+        g.over = std::move(rows_over);
     return g;
 }
 
@@ -859,10 +882,12 @@ GateResult gate(const Model& m, const SignalsView& v, const GateRequest& r, cons
     } catch (const std::exception& e) {
         GateResult g;
         g.reason = one_line(std::string("m2g: internal error: ") + e.what());
+        g.wait = WaitCause::Other;
         return g;
     } catch (...) {
         GateResult g;
         g.reason = "m2g: internal error: unknown exception";
+        g.wait = WaitCause::Other;
         return g;
     }
 }

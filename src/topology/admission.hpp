@@ -24,6 +24,7 @@
 #include "topology/admission_policy.hpp"
 #include "topology/intent.hpp"
 #include "topology/model.hpp"
+#include "topology/placement.hpp"
 #include "topology/signals.hpp"
 
 namespace m2g {
@@ -154,6 +155,14 @@ struct GateResult {
     bool blocked = false;  // the job must not start now
     std::string reason;    // why it waits, or what was avoided ("" when nothing)
     int trimmed_nodes = 0; // usable nodes removed (maintenance, rack/row budget)
+    // What `reason` leads with, typed: why the job waits when it is blocked
+    // (SitePower, Pacing, Failsafe) or when the trimmed offer is too small
+    // (Maintenance, NodesDown, RackPower, RowPower, the first that trimmed);
+    // Other for an internal error; None when `reason` is empty.
+    WaitCause wait = WaitCause::None;
+    // RackPower: the racks over budget that trimmed the offer; RowPower:
+    // the rows; in `reason`'s order. Empty for every other cause.
+    std::vector<std::string> over;
 };
 
 // Narrow `usable` (per model node) for a job about to be placed:

@@ -3,6 +3,7 @@
 #include "topology/annotation.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -90,6 +91,9 @@ constexpr std::string_view kPolicy = "policy";
 constexpr std::string_view kScore = "score";
 constexpr std::string_view kReason = "reason";
 constexpr std::string_view kSignals = "signals";
+constexpr std::string_view kWait = kw::kAnnotationWait;
+constexpr std::string_view kNeed = kw::kAnnotationNeed;
+constexpr std::string_view kOver = kw::kAnnotationOver;
 constexpr std::string_view kReleased = "released at ";
 constexpr std::string_view kMonitor = "monitor would ";
 constexpr std::string_view kClass = "class";
@@ -272,14 +276,107 @@ bool parse_avoid(std::string_view text, int& nodes, std::string& what)
     return true;
 }
 
+// ---- waiting parts written before wait= ------------------------------------------------
+// Until wait= existed, a waiting part said why only in its reason sentence,
+// as Engine::place() and gate() wrote it; jobs in accounting databases
+// still hold such parts, and `m2g explain` must read them as it always did.
+// This is the one place that reads that sentence.
+
+// The cause the sentence leads with. gate() puts its blocking sentence
+// first ("site power: ...", "pacing: ...", "signals stale/missing, ..."),
+// then its notes (maintenance, nodes down, racks, rows); the engine's
+// sentences start "waiting for ".
+WaitCause legacy_wait(std::string_view r)
+{
+    if (starts_with(r, "waiting for ")) {
+        if (r.find("NVLink domain") != std::string_view::npos)
+            return WaitCause::NvlinkDomain;
+        if (r.find(" switch with ") != std::string_view::npos)
+            return WaitCause::Switch;
+        return WaitCause::Nodes;
+    }
+    if (starts_with(r, "site power"))
+        return WaitCause::SitePower;
+    if (starts_with(r, "pacing"))
+        return WaitCause::Pacing;
+    if (starts_with(r, "rack ") && r.find(" over budget") != std::string_view::npos)
+        return WaitCause::RackPower;
+    if (starts_with(r, "row ") && r.find(" over budget") != std::string_view::npos)
+        return WaitCause::RowPower;
+    if (starts_with(r, "maintenance "))
+        return WaitCause::Maintenance;
+    if (starts_with(r, "signals stale"))
+        return WaitCause::Failsafe;
+    size_t i = 0;
+    while (i < r.size() && r[i] >= '0' && r[i] <= '9')
+        ++i;
+    if (i > 0 && starts_with(r.substr(i), " nodes down"))
+        return WaitCause::NodesDown;
+    return WaitCause::Other;
+}
+
+// The names in "<scope> <name> over budget: ..." phrases, in order:
+// "rack nvl01 over budget: ..., rack nvl02 over budget: ..." → nvl01, nvl02.
+std::vector<std::string> legacy_over(std::string_view r, std::string_view scope)
+{
+    std::vector<std::string> out;
+    const std::string head = std::string(scope) + " ";
+    constexpr std::string_view kOverBudget = " over budget";
+    for (size_t at = r.find(head); at != std::string_view::npos; at = r.find(head, at + 1)) {
+        if (at > 0 && r[at - 1] != ' ')
+            continue;
+        const size_t from = at + head.size();
+        const size_t sp = r.find(' ', from);
+        if (sp == std::string_view::npos || r.substr(sp, kOverBudget.size()) != kOverBudget)
+            continue;
+        out.emplace_back(r.substr(from, sp - from));
+    }
+    return out;
+}
+
+// The whole number right after `key` in `r` ("with 18 free" → 18), else 0.
+int number_after(std::string_view r, std::string_view key)
+{
+    const size_t at = r.find(key);
+    if (at == std::string_view::npos)
+        return 0;
+    const std::string rest(r.substr(at + key.size()));
+    const long n = std::strtol(rest.c_str(), nullptr, 10);
+    return static_cast<int>(std::clamp<long>(n, 0, INT_MAX));
+}
+
+// wait=, need= and over= of a waiting part without them, from its reason.
+void derive_legacy_wait(PlacementAnnotation& p)
+{
+    p.wait = legacy_wait(p.reason);
+    switch (p.wait) {
+    case WaitCause::NvlinkDomain:
+    case WaitCause::Switch:
+    case WaitCause::Nodes:
+        // "... with 18 free healthy nodes ...", "waiting for 36 free healthy nodes ..."
+        p.need = number_after(p.reason, " with ");
+        if (p.need == 0)
+            p.need = number_after(p.reason, "waiting for ");
+        break;
+    case WaitCause::RackPower:
+        p.over = legacy_over(p.reason, "rack");
+        break;
+    case WaitCause::RowPower:
+        p.over = legacy_over(p.reason, "row");
+        break;
+    default:
+        break;
+    }
+}
+
 }  // namespace
 
 // ---- the placement part -------------------------------------------------------------
 
 bool PlacementAnnotation::operator==(const PlacementAnnotation& o) const
 {
-    return std::tie(state, domains, leaves, policy, score, reason, signals) ==
-           std::tie(o.state, o.domains, o.leaves, o.policy, o.score, o.reason, o.signals);
+    return std::tie(state, domains, leaves, policy, score, reason, signals, wait, need, over) ==
+           std::tie(o.state, o.domains, o.leaves, o.policy, o.score, o.reason, o.signals, o.wait, o.need, o.over);
 }
 
 std::string format_score(double score)
@@ -306,7 +403,15 @@ std::string format(const PlacementAnnotation& p)
               field(kReason, p.reason) + notes;
         break;
     case PlacementState::Waiting:
-        out = std::string(kWaiting) + " " + field(kPolicy, p.policy) + " " + field(kReason, p.reason) + notes;
+        out = std::string(kWaiting) + " " + field(kPolicy, p.policy);
+        if (p.wait != WaitCause::None) {
+            out += " " + field(kWait, to_string(p.wait));
+            if (p.need > 0)
+                out += " " + field(kNeed, std::to_string(p.need));
+            if (!p.over.empty())
+                out += " " + field(kOver, join_list(p.over));
+        }
+        out += " " + field(kReason, p.reason) + notes;
         break;
     case PlacementState::Stock:
         out = field(kPolicy, p.policy) + (p.signals.empty() ? "" : " " + p.signals);
@@ -322,7 +427,8 @@ PlacementAnnotation parse_placement(std::string_view text)
     if (ws.empty())
         return p;
     static const std::vector<Key> keys{{kDomains, false, {}}, {kLeaves, false, {}},        {kPolicy, false, {}},
-                                       {kScore, false, {}},   {kReason, true, {kSignals}}, {kSignals, true, {}}};
+                                       {kScore, false, {}},   {kReason, true, {kSignals}}, {kSignals, true, {}},
+                                       {kWait, false, {}},    {kNeed, false, {}},          {kOver, false, {}}};
     const bool waiting = ws[0].text == kWaiting;
     const Fields f = fields(text, ws, waiting ? 1 : 0, keys);
     p.policy = value(f, kPolicy);
@@ -337,10 +443,19 @@ PlacementAnnotation parse_placement(std::string_view text)
     p.score = number(value(f, kScore));
     p.reason = value(f, kReason);
     p.signals = value(f, kSignals);
-    if (waiting)
+    if (waiting) {
         p.state = PlacementState::Waiting;
-    else if (f.count(kDomains) || f.count(kLeaves))
+        const std::string wait = value(f, kWait);
+        if (wait.empty()) {
+            derive_legacy_wait(p);
+        } else {
+            p.wait = wait_cause_from(wait).value_or(WaitCause::Other);  // a newer m2g's cause: other
+            p.need = static_cast<int>(std::min<int64_t>(positive_integer(value(f, kNeed)), INT_MAX));
+            p.over = split_list(value(f, kOver));
+        }
+    } else if (f.count(kDomains) || f.count(kLeaves)) {
         p.state = PlacementState::Placed;
+    }
     return p;
 }
 

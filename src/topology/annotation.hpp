@@ -15,11 +15,19 @@
 //
 //   placement, by state:
 //     Placed   domains=<d,...|-> leaves=<l,...|-> policy=<p> score=<s> reason=<why>[ signals=<notes>]
-//     Waiting  waiting policy=<p> reason=<what it waits for>[ signals=<notes>]
+//     Waiting  waiting policy=<p> wait=<cause>[ need=<n>][ over=<name,...>] reason=<what it waits for>
+//              [ signals=<notes>]
 //     Stock    policy=<p> <notes>          (locality any: cons_tres placed it, the gate left notes)
 //   admission:
 //     [released at <RFC 3339>: ][monitor would ]<admit|defer|pace|reject>[ class=<c>][ w_gpu=<W>]
 //     [ until=<RFC 3339>][ cause=<c>][ reason=<why>][ avoid=<n> nodes (<for>)][ user_begin=<epoch s>]
+//
+// A waiting part's wait=, need= and over= are its typed cause (WaitCause,
+// placement.hpp), the nodes it waits for and the racks or rows over budget:
+// readers classify a wait by them, never by reason=, which is for people.
+// Parts written before wait= existed (jobs in accounting databases) have
+// none: parse_placement() derives them from the reason sentence those m2g
+// releases wrote, and nothing else reads that sentence.
 //
 // reason= and signals= run to the end of the placement part (reason= up to
 // " signals="); the admission reason= runs up to " avoid=" or
@@ -27,7 +35,10 @@
 // spaces. Free text is written on one line with ';' and ']' replaced by
 // ',' and ')', so parse(format(x)) == x for any x whose text fields hold
 // none of ";]\n\r\t", do not start or end with a space, and do not contain
-// the words that end them (" signals=", " avoid=", " user_begin=").
+// the words that end them (" signals=", " avoid=", " user_begin="), and
+// whose wait, need (>= 0) and over (names without ',' or spaces) are set
+// on a Waiting x only, with wait not None (a Waiting text without wait=
+// reads as the legacy one above).
 // Parsing never throws on any text: what it does not recognise stays empty.
 #pragma once
 
@@ -39,6 +50,7 @@
 
 #include "topology/admission.hpp"
 #include "topology/intent.hpp"
+#include "topology/placement.hpp"
 
 namespace m2g {
 
@@ -59,6 +71,10 @@ struct PlacementAnnotation {
     std::optional<double> score;       // Placed: the engine's score, lower is better
     std::string reason;                // Placed: why there; Waiting: what it waits for
     std::string signals;               // what the signals gate avoided or noted ("": nothing)
+    // Waiting only (see above): never None once parsed.
+    WaitCause wait = WaitCause::None;  // wait=
+    int need = 0;                      // need=: NvlinkDomain, Switch, Nodes: the nodes it waits for; 0 none
+    std::vector<std::string> over;     // over=: RackPower: the racks over budget; RowPower: the rows
 
     bool operator==(const PlacementAnnotation& o) const;
 };

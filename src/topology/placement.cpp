@@ -22,6 +22,21 @@ double heat_of(const ClusterState& st, int domain)
 
 }  // namespace
 
+const char* to_string(WaitCause c)
+{
+    static_assert(kw::kWaitCauses.size() == static_cast<size_t>(WaitCause::Other) + 1,
+                  "kw::kWaitCauses names every WaitCause, in order");
+    return kw::kWaitCauses[static_cast<size_t>(c)];
+}
+
+std::optional<WaitCause> wait_cause_from(std::string_view key)
+{
+    for (size_t i = 1; i < kw::kWaitCauses.size(); ++i)
+        if (key == kw::kWaitCauses[i])
+            return static_cast<WaitCause>(i);
+    return std::nullopt;
+}
+
 Engine::Engine(const Model& m) : m_(m)
 {
     node_group_.assign(m.nodes.size(), kNone);
@@ -184,10 +199,12 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
     state_ = &state;
     unit_ = req.segment > 0 ? req.segment : 1;
     if (req.nodes <= 0) {
+        out.wait = WaitCause::Other;
         out.reason = "the job asks for no nodes";
         return out;
     }
     if (req.segment > 0 && req.nodes % req.segment != 0) {
+        out.wait = WaitCause::Other;
         out.reason = std::to_string(req.nodes) + " nodes are not a whole number of segments of " +
                      std::to_string(req.segment) + "; ask for a multiple of --m2g-segment";
         return out;
@@ -299,6 +316,8 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
             r << "; avoided: " << avoided;
         r << ")";
         out.reason = r.str();
+        out.wait = WaitCause::Nodes;
+        out.need = req.nodes;
         return out;
     }
 
@@ -340,6 +359,8 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
     const bool must = req.locality == Locality::Strict || (req.locality == Locality::Prefer && !req.fallback);
     if (!out.meets_intent && must) {
         out.ok = false;
+        out.wait = req.level == LocalityLevel::NVLink ? WaitCause::NvlinkDomain : WaitCause::Switch;
+        out.need = req.nodes;
         if (req.level == LocalityLevel::NVLink && out.domain_lower_bound == 1) {
             r << "waiting for an NVLink domain with " << req.nodes << " free healthy nodes (best now: "
               << (most >= 0 ? group_name(most) + " with " + std::to_string(units_[most] * unit_) : "none") << ")";

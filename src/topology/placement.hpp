@@ -21,7 +21,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "topology/intent.hpp"
@@ -36,6 +38,29 @@ struct ClusterState {
     std::vector<uint8_t> domain_over_limit;  // per domain: rack over power or thermal limit
     std::vector<double> domain_heat;         // per domain: lower is cooler; breaks ties between equal fits
 };
+
+// Why select/m2g makes a job wait: the engine's causes (NvlinkDomain,
+// Switch, Nodes, Other) and the signals gate's (gate(), admission.hpp).
+// Typed where the wait is decided, carried in AdminComment as wait=
+// (annotation.hpp), so `m2g explain` and `m2g status` never read the
+// reason sentence to tell them apart.
+enum class WaitCause {
+    None,          // the job does not wait
+    NvlinkDomain,  // no NVLink domain (or set of them) has its free healthy nodes
+    Switch,        // no leaf or spine switch has them below it
+    Nodes,         // too few free healthy nodes under any one switch
+    SitePower,     // the site's power headroom cannot take the job
+    RackPower,     // racks over budget took the nodes it needs
+    RowPower,      // rows over budget took the nodes it needs
+    Pacing,        // the pacing interval's allowance is spent
+    Maintenance,   // maintenance windows took the nodes it needs
+    Failsafe,      // SignalsFailSafe=defer holds deferrable work
+    NodesDown,     // nodes the signals mark down took the nodes it needs
+    Other,         // anything else
+};
+const char* to_string(WaitCause c);  // kw::kWaitCauses: "nvlink-domain", ...; "" for None
+// The cause `key` names (a kw::kWaitCauses value other than ""), or nullopt.
+std::optional<WaitCause> wait_cause_from(std::string_view key);
 
 struct PlacementRequest {
     int nodes = 1;           // nodes the job needs
@@ -58,6 +83,11 @@ struct Placement {
     int leftover = 0;         // usable nodes left free in the groups used
     double score = 0;         // lower is better; 0 is ideal
     std::string reason;       // one line for people
+    // !ok: why the job waits (NvlinkDomain, Switch, Nodes; Other for a
+    // request the engine cannot serve) and, for the first three, the nodes
+    // it waits for (the request's).
+    WaitCause wait = WaitCause::None;
+    int need = 0;
 };
 
 class Engine {

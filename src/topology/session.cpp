@@ -31,14 +31,31 @@ std::vector<std::string> names(const Model& m, const std::vector<int>& idx, bool
 // Outcome::signals_note is " signals=<what the gate avoided>" (session.hpp).
 constexpr std::string_view kSignalsNote = " signals=";
 
-// The AdminComment placement text of a job that waits under `policy` for
-// `reason`, with the gate's `signals` notes ("" none).
-std::string waiting_text(const std::string& policy, const std::string& reason, const std::string& signals)
+// The placement part of a job that waits under `policy` because of `wait`
+// (None, a gate without notes, is written as Other), said as `reason`.
+PlacementAnnotation waiting_part(const std::string& policy, WaitCause wait, const std::string& reason)
 {
     PlacementAnnotation a;
     a.state = PlacementState::Waiting;
     a.policy = policy;
+    a.wait = wait == WaitCause::None ? WaitCause::Other : wait;
     a.reason = reason;
+    return a;
+}
+
+// The AdminComment placement text of a job the signals gate keeps waiting.
+std::string waiting_text(const std::string& policy, const GateResult& gate)
+{
+    PlacementAnnotation a = waiting_part(policy, gate.wait, gate.reason);
+    a.over = gate.over;
+    return format(a);
+}
+
+// ... of a job no placement serves now, with the gate's `signals` notes ("" none).
+std::string waiting_text(const std::string& policy, const Placement& p, const std::string& signals)
+{
+    PlacementAnnotation a = waiting_part(policy, p.wait, p.reason);
+    a.need = p.need;
     a.signals = signals;
     return format(a);
 }
@@ -299,7 +316,7 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
         o.verdict = SelectVerdict::Blocked;
         o.reason = gate.reason;
         if (run_now)
-            o.annotation_now = waiting_text(policy, gate.reason, "");
+            o.annotation_now = waiting_text(policy, gate);
         return o;
     }
     // What gate() ruled out leaves Slurm's offer too, so no path below
@@ -315,7 +332,7 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
         o.verdict = SelectVerdict::Blocked;
         o.reason = gate.reason;
         if (run_now)
-            o.annotation_now = waiting_text(policy, gate.reason, "");
+            o.annotation_now = waiting_text(policy, gate);
         return o;
     }
     // Starts are booked in job_started() (a successful test here may
@@ -355,7 +372,7 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
 
     if (!p.ok) {
         if (run_now)
-            o.annotation_now = waiting_text(policy, p.reason, gate.reason);
+            o.annotation_now = waiting_text(policy, p, gate.reason);
         o.signals_note = gate_note;
         o.placement = std::move(p);
         // Best effort is allowed: cons_tres decides on everything allowed.

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -81,36 +80,6 @@ std::string elapsed(double seconds)
         std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
                       static_cast<long long>(s % 3600 / 60), static_cast<long long>(s % 60));
     return buf;
-}
-
-// The first words of a "waiting" placement reason, as a key (status.hpp).
-std::string waiting_kind(std::string_view r)
-{
-    if (starts_with(r, "waiting for ")) {
-        if (r.find("NVLink domain") != std::string_view::npos)
-            return "nvlink-domain";
-        if (r.find(" switch with ") != std::string_view::npos)
-            return "switch";
-        return "nodes";
-    }
-    if (starts_with(r, "site power"))
-        return "site-power";
-    if (starts_with(r, "pacing"))
-        return "pacing";
-    if (starts_with(r, "rack ") && r.find(" over budget") != std::string_view::npos)
-        return "rack-power";
-    if (starts_with(r, "row ") && r.find(" over budget") != std::string_view::npos)
-        return "row-power";
-    if (starts_with(r, "maintenance "))
-        return "maintenance";
-    if (starts_with(r, "signals stale"))
-        return "failsafe";
-    size_t i = 0;
-    while (i < r.size() && std::isdigit(static_cast<unsigned char>(r[i])))
-        ++i;
-    if (i > 0 && starts_with(r.substr(i), " nodes down"))
-        return "nodes-down";
-    return "other";
 }
 
 // ---- per-node facts -----------------------------------------------------------
@@ -189,6 +158,9 @@ ParsedAnnotation parse_annotation(std::string_view admin_comment) noexcept
             a.score = p.score ? format_score(*p.score) : "";
             a.placement_reason = p.reason;
             a.signals = p.signals;
+            a.wait = p.wait;
+            a.need = p.need;
+            a.over = p.over;
         }
         if (read.admission) {
             const AdmissionAnnotation& d = *read.admission;
@@ -234,7 +206,7 @@ std::string pending_reason_key(const JobView& job, const ParsedAnnotation& a, in
         return a.cause.empty() || a.cause.find(':') != std::string::npos ? "deferred:other" : "deferred:event";
     }
     if (a.placement == PlacementKind::Waiting)
-        return "waiting:" + waiting_kind(a.placement_reason);
+        return "waiting:" + std::string(to_string(a.wait));
     // Slurm's reason word: "ReqNodeNotAvail, UnavailableNodes:..." → "ReqNodeNotAvail".
     std::string r = job.slurm_reason.substr(0, job.slurm_reason.find_first_of(" ,:(;="));
     return r.empty() ? "None" : r;
@@ -742,15 +714,6 @@ std::string free_per_domain(const Model& m, const Status& st)
     return "free healthy GPUs per candidate domain: " + (items.empty() ? std::string("none") : join(items, ", "));
 }
 
-// The first whole number after `key` in `text` ("with 18 free" → 18), or 0.
-int number_after(const std::string& text, const std::string& key)
-{
-    const size_t at = text.find(key);
-    if (at == std::string::npos)
-        return 0;
-    return std::atoi(text.c_str() + at + key.size());
-}
-
 // "site power: 1.0 kW free" → "1.0 kW free"; text without ": " as it is.
 std::string after_colon(const std::string& r)
 {
@@ -942,13 +905,14 @@ class Explainer {
     }
 
     // ---- select/m2g waits -----------------------------------------------------
+    // By the typed cause (wait=); the reason sentence is only shown.
     void waiting()
     {
         e_.verdict = "waiting";
         const std::string& r = a_.placement_reason;
-        const std::string kind = waiting_kind(r);
+        const WaitCause wait = a_.wait;
         const std::string policy = a_.policy.empty() ? "" : "; policy " + a_.policy;
-        if (kind == "pacing") {
+        if (wait == WaitCause::Pacing) {
             e_.verdict = "paced";
             e_.summary = id_ + " is paced: " + after_colon(r) + ".";
             e_.evidence.push_back(pacing_limits());
@@ -958,8 +922,8 @@ class Explainer {
                                      " GPUs (" + kw1(job_kw_) + " kW)");
             return;
         }
-        e_.summary = id_ + summary_of(kind, r) + policy + ".";
-        if (kind == "site-power") {
+        e_.summary = id_ + summary_of(wait, r) + policy + ".";
+        if (wait == WaitCause::SitePower) {
             e_.evidence.push_back(power_facts(st_, "site", "site"));
             e_.evidence.push_back(job_need());
             events_evidence();
@@ -970,22 +934,14 @@ class Explainer {
                                           : ""));
             return;
         }
-        if (kind == "rack-power" || kind == "row-power") {
-            const std::string scope = kind == "rack-power" ? "rack" : "row";
-            // "rack nvl01 over budget: ..., rack nvl02 over budget: ..."
-            for (size_t at = r.find(scope + " "); at != std::string::npos; at = r.find(scope + " ", at + 1)) {
-                if (at > 0 && r[at - 1] != ' ')
-                    continue;
-                const size_t from = at + scope.size() + 1;
-                const size_t sp = r.find(' ', from);
-                if (sp == std::string::npos || r.compare(sp, 12, " over budget") != 0)
-                    continue;
-                e_.evidence.push_back(power_facts(st_, scope, r.substr(from, sp - from)));
-            }
+        if (wait == WaitCause::RackPower || wait == WaitCause::RowPower) {
+            const std::string scope = wait == WaitCause::RackPower ? "rack" : "row";
+            for (const std::string& name : a_.over)
+                e_.evidence.push_back(power_facts(st_, scope, name));
             events_evidence();
             const int per_node = job_.nodes > 0 ? std::max(0, job_.gpus) / job_.nodes : 0;
             const double node_kw = per_node * watts_ / 1000.0;
-            if (kind == "rack-power") {
+            if (wait == WaitCause::RackPower) {
                 std::vector<std::string> room;
                 for (const DomainStatus& d : st_.domains)
                     if (d.power_known() && d.headroom_kw >= node_kw && room.size() < 5)
@@ -1000,7 +956,7 @@ class Explainer {
             }
             return;
         }
-        if (kind == "failsafe") {
+        if (wait == WaitCause::Failsafe) {
             e_.evidence.push_back("signals: " + (v_.detail.empty() ? std::string(to_string(v_.state)) : v_.detail));
             e_.suggestions.push_back("it starts once the signals feed is fresh again");
             return;
@@ -1008,29 +964,33 @@ class Explainer {
         e_.evidence.push_back(free_per_domain(m_, st_));
         if (!a_.signals.empty())
             e_.evidence.push_back("signals at placement: " + a_.signals);
-        if (kind == "nvlink-domain" || kind == "switch" || kind == "nodes")
-            topology_suggestions(kind);
+        if (topology_wait(wait))
+            topology_suggestions(wait);
+    }
+
+    // The engine's waits: the job waits for free healthy nodes in one place.
+    static bool topology_wait(WaitCause w)
+    {
+        return w == WaitCause::NvlinkDomain || w == WaitCause::Switch || w == WaitCause::Nodes;
     }
 
     // " is waiting for an NVLink domain ...", " is waiting for site power: 1.0 kW free ..."
-    static std::string summary_of(const std::string& kind, const std::string& r)
+    static std::string summary_of(WaitCause wait, const std::string& r)
     {
-        if (starts_with(r, "waiting "))
-            return " is " + r;
-        if (kind == "site-power")
+        if (topology_wait(wait))
+            return " is " + r;  // the engine's sentence starts "waiting for "
+        if (wait == WaitCause::SitePower)
             return " is waiting for site power: " + after_colon(r);
-        if (kind == "rack-power" || kind == "row-power")
-            return " is waiting for " + std::string(kind == "rack-power" ? "rack" : "row") + " power: " + r;
+        if (wait == WaitCause::RackPower || wait == WaitCause::RowPower)
+            return " is waiting for " + std::string(wait == WaitCause::RackPower ? "rack" : "row") + " power: " + r;
         return " is waiting: " + r;
     }
 
-    void topology_suggestions(const std::string& kind)
+    void topology_suggestions(WaitCause wait)
     {
-        int nodes = job_.nodes > 0 ? job_.nodes : number_after(a_.placement_reason, " with ");
-        if (nodes <= 0)
-            nodes = number_after(a_.placement_reason, "waiting for ");
+        const int nodes = job_.nodes > 0 ? job_.nodes : a_.need;
         const PlacementPolicy& pol = m_.policy_for(job_.partition);
-        if (kind == "nvlink-domain" && nodes > 0) {
+        if (wait == WaitCause::NvlinkDomain && nodes > 0) {
             // Best fit among the domains that hold the job now.
             const DomainStatus* fit = nullptr;
             for (const DomainStatus& d : st_.domains)
@@ -1054,7 +1014,7 @@ class Explainer {
                                          format_utc(since + pol.prefer_wait_sec) + " (PreferWaitSec=" +
                                          std::to_string(pol.prefer_wait_sec) + " s after it became eligible)");
         }
-        if (kind != "nvlink-domain" || job_.intent.segment > 0 || nodes < 2)
+        if (wait != WaitCause::NvlinkDomain || job_.intent.segment > 0 || nodes < 2)
             return;
         // The largest segment size that divides the job and fits now.
         for (int seg = nodes - 1; seg >= 2; --seg) {

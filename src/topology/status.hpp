@@ -13,6 +13,7 @@
 
 #include "topology/intent.hpp"
 #include "topology/model.hpp"
+#include "topology/placement.hpp"
 #include "topology/signals.hpp"
 
 namespace m2g {
@@ -74,8 +75,13 @@ struct ParsedAnnotation {
     std::vector<std::string> domains;  // placed: NVLink domains ("-" gives none)
     std::vector<std::string> leaves;   // placed: leaf switches
     std::string score;                 // placed: as format_score() writes it, "17"
-    std::string placement_reason;      // why there / what it waits for
+    std::string placement_reason;      // why there / what it waits for (for people: nothing classifies it)
     std::string signals;               // gate notes at placement ("signals=..."; with policy=any the free text)
+    // Waiting: why (never None), the nodes it waits for (0 unknown) and the
+    // racks or rows over budget (PlacementAnnotation's wait, need, over).
+    WaitCause wait = WaitCause::None;
+    int need = 0;
+    std::vector<std::string> over;
     // Admission part (job_submit/m2g).
     std::string verdict;               // "admit", "defer", "pace", "reject"; "" none or unknown
     bool monitor = false;              // "monitor would ...": Admission=monitor, nothing enforced
@@ -155,9 +161,9 @@ struct Status {
     //   deferred:failsafe     ... stale/missing signals under SignalsFailSafe=defer
     //   deferred:other        ... another or no cause
     //   paced                 admission paced its start during curtailment
-    //   waiting:<what>        select/m2g's last "waiting" placement, by its reason:
-    //                         nvlink-domain, switch, nodes, site-power, rack-power, row-power,
-    //                         pacing, maintenance, failsafe, nodes-down, other
+    //   waiting:<what>        select/m2g's last "waiting" placement, by its wait= cause
+    //                         (kw::kWaitCauses): nvlink-domain, switch, nodes, site-power,
+    //                         rack-power, row-power, pacing, maintenance, failsafe, nodes-down, other
     //   <Slurm reason>        otherwise Slurm's reason word: "Resources", "Priority",
     //                         "BeginTime" (a begin time m2g did not set), "Dependency", ...;
     //                         "None" when Slurm gives none

@@ -177,6 +177,27 @@ inline constexpr const char* kSigStatusSnapshot = "snapshot";  // the last good 
 // AdminComment: the placement part, then "; admission=..." for admission.
 inline constexpr const char* kAnnotationOpen = "m2g:[";
 inline constexpr const char* kAnnotationAdmit = "admission=";
+// Typed fields of a "waiting" placement part, written before its reason=
+// (annotation.hpp); `m2g explain` and `m2g status` read these, not the reason.
+inline constexpr const char* kAnnotationWait = "wait";  // why it waits: one of kWaitCauses
+inline constexpr const char* kAnnotationNeed = "need";  // nodes it waits for (nvlink-domain, switch, nodes)
+inline constexpr const char* kAnnotationOver = "over";  // racks (rack-power) or rows (row-power) over budget
+// The wait= values, in WaitCause order (placement.hpp; None is not written);
+// also the <what> of m2g_pending_jobs{reason="waiting:<what>"}.
+inline constexpr std::array<const char*, 12> kWaitCauses = {
+    "",               // None: the job does not wait
+    "nvlink-domain",  // no NVLink domain (or set of them, for a multi-domain job) has its free healthy nodes
+    "switch",         // no leaf or spine switch has its free healthy nodes below it
+    "nodes",          // too few free healthy nodes under any one switch
+    "site-power",     // the site's power headroom (events applied) cannot take the job
+    "rack-power",     // racks over budget took the nodes it needs out of the offer
+    "row-power",      // rows over budget, likewise
+    "pacing",         // the pacing interval's GPU or ramp allowance is spent (curtailment)
+    "maintenance",    // maintenance windows took the nodes it needs out of the offer
+    "failsafe",       // SignalsFailSafe=defer holds deferrable work (signals stale or missing)
+    "nodes-down",     // nodes the signals mark down took the nodes it needs out of the offer
+    "other",          // anything else (a request the engine cannot serve, an internal error)
+};
 
 // ---- plugin counters (StatsDir=, src/topology/stats.hpp) --------------------
 // select/m2g and job_submit/m2g each publish one JSON file into StatsDir, at

@@ -801,6 +801,7 @@ TEST_F(Admission, GateHeatPerRack)
     EXPECT_EQ(heat[3], 1090);
     EXPECT_FALSE(g.blocked);
     EXPECT_EQ(g.reason, "");
+    EXPECT_EQ(g.wait, WaitCause::None);  // nothing to say
     EXPECT_EQ(g.trimmed_nodes, 0);
     // No snapshot: all zero.
     gate(m, SignalsView{}, gate_job(WorkloadClass::Inference, 2), {}, nullptr, usable, heat);
@@ -821,6 +822,8 @@ TEST_F(Admission, GateMaintenanceAndDownNodesForEveryJob)
     EXPECT_FALSE(g.blocked);
     EXPECT_EQ(g.trimmed_nodes, 19);
     EXPECT_EQ(g.reason, "maintenance mw-1: 17 nodes avoided, 2 nodes down");
+    EXPECT_EQ(g.wait, WaitCause::Maintenance);  // what the reason leads with
+    EXPECT_TRUE(g.over.empty());
     EXPECT_EQ(count(usable), 144 - 20);
     EXPECT_TRUE(usable[m.find_node("r02n01")]);
     // Unlimited time: mw-2 too.
@@ -829,6 +832,12 @@ TEST_F(Admission, GateMaintenanceAndDownNodesForEveryJob)
     r.time_limit_s = 0;
     g = gate(m, view(), r, {}, nullptr, usable, heat);
     EXPECT_EQ(g.trimmed_nodes, 38);
+    // No window: the down nodes lead.
+    s.maintenance.clear();
+    usable.assign(m.nodes.size(), 1);
+    g = gate(m, view(), gate_job(WorkloadClass::Inference, 2), {}, nullptr, usable, heat);
+    EXPECT_EQ(g.reason, "2 nodes down");
+    EXPECT_EQ(g.wait, WaitCause::NodesDown);
 }
 
 TEST_F(Admission, GateTrimsRacksOverBudget)
@@ -851,6 +860,8 @@ TEST_F(Admission, GateTrimsRacksOverBudget)
                         "rack nvl02 over budget: 12.0 kW free, job needs 1.7 kW/node, "
                         "rack nvl03 over budget: 0.0 kW free, job needs 1.7 kW/node, "
                         "rack nvl05 over budget: 6.0 kW free, job needs 1.7 kW/node");
+    EXPECT_EQ(g.wait, WaitCause::RackPower);
+    EXPECT_EQ(g.over, (std::vector<std::string>{"nvl01", "nvl02", "nvl03", "nvl05"}));
     auto in_rack = [&](int d) {
         int n = 0;
         for (int i : m.domains[d].nodes)
@@ -890,6 +901,8 @@ TEST_F(Admission, GateClearsRowsThatCannotTakeTheJob)
     g = gate(m, view(), gate_job(WorkloadClass::Training, 3), started, nullptr, usable, heat);
     EXPECT_EQ(g.trimmed_nodes, 72);
     EXPECT_EQ(g.reason, "row row1 over budget: 4.0 kW free, job needs 5.0 kW");
+    EXPECT_EQ(g.wait, WaitCause::RowPower);
+    EXPECT_EQ(g.over, std::vector<std::string>{"row1"});
     EXPECT_FALSE(usable[m.find_node("r04n18")]);
     EXPECT_TRUE(usable[m.find_node("r05n01")]);
     // Power started since the snapshot counts against the row.
@@ -908,6 +921,7 @@ TEST_F(Admission, GateBlocksOnSitePowerHoldAndPacing)
     GateResult g = gate(m, view(), gate_job(WorkloadClass::Training, 2), {}, nullptr, usable, heat);
     EXPECT_TRUE(g.blocked);
     EXPECT_EQ(g.reason, "site power: 1.0 kW free of 900.0 kW (event dr-1 -25%)");
+    EXPECT_EQ(g.wait, WaitCause::SitePower);
     EXPECT_EQ(g.trimmed_nodes, 0);
     // Power started since the snapshot counts too.
     s.site.draw_kw = 880;
@@ -929,6 +943,7 @@ TEST_F(Admission, GateBlocksOnSitePowerHoldAndPacing)
     g = gate(m, held(), gate_job(WorkloadClass::Training, 2), {}, nullptr, usable, heat);
     EXPECT_TRUE(g.blocked);
     EXPECT_EQ(g.reason, "signals stale/missing, fail-safe defer holds deferrable work");
+    EXPECT_EQ(g.wait, WaitCause::Failsafe);
     EXPECT_FALSE(gate(m, held(), gate_job(WorkloadClass::Inference, 2), {}, nullptr, usable, heat).blocked);
 
     // Pacing, only during curtailment.
@@ -940,6 +955,7 @@ TEST_F(Admission, GateBlocksOnSitePowerHoldAndPacing)
     g = gate(m, view(), gate_job(WorkloadClass::Training, 2), {}, &pc, usable, heat);
     EXPECT_TRUE(g.blocked);
     EXPECT_EQ(g.reason, "pacing: 8 GPUs already started this interval");
+    EXPECT_EQ(g.wait, WaitCause::Pacing);
     EXPECT_FALSE(gate(m, view(), gate_job(WorkloadClass::Training, 2), {}, nullptr, usable, heat).blocked);
     // The ramp limit is about all starts: non-deferrable work is paced too.
     g = gate(m, view(), gate_job(WorkloadClass::Training, 2, DeferConsent::No), {}, &pc, usable, heat);

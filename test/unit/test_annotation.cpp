@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "topology/admission.hpp"
 #include "topology/annotation.hpp"
+#include "topology/well_known.hpp"
 
 using m2g::AnnotationPart;
 using m2g::get_annotation;
@@ -86,7 +88,20 @@ using m2g::Annotation;
 using m2g::PlacementAnnotation;
 using m2g::PlacementState;
 using m2g::Verdict;
+using m2g::WaitCause;
 using m2g::WorkloadClass;
+
+namespace m2g {
+// gtest shows a placement part as its text and its typed wait fields.
+void PrintTo(const PlacementAnnotation& p, std::ostream* os)
+{
+    std::string over;
+    for (const std::string& o : p.over)
+        over += (over.empty() ? "" : ",") + o;
+    *os << "{" << format(p) << "} state=" << static_cast<int>(p.state) << " wait=" << to_string(p.wait)
+        << " need=" << p.need << " over=" << over;
+}
+}  // namespace m2g
 
 namespace {
 
@@ -106,6 +121,7 @@ PlacementAnnotation placed()
     return p;
 }
 
+// A waiting part without its typed cause, as the struct was before wait=.
 PlacementAnnotation waiting(const std::string& reason, const std::string& signals = "")
 {
     PlacementAnnotation p;
@@ -113,6 +129,17 @@ PlacementAnnotation waiting(const std::string& reason, const std::string& signal
     p.policy = "strict:nvlink";
     p.reason = reason;
     p.signals = signals;
+    return p;
+}
+
+// ... with it, as this m2g writes and reads it.
+PlacementAnnotation waits(WaitCause wait, const std::string& reason, int need = 0,
+                          const std::vector<std::string>& over = {}, const std::string& signals = "")
+{
+    PlacementAnnotation p = waiting(reason, signals);
+    p.wait = wait;
+    p.need = need;
+    p.over = over;
     return p;
 }
 
@@ -155,15 +182,17 @@ TEST(AnnotationStruct, ParsesTodaysPlacementTexts)
 
     EXPECT_EQ(m2g::parse_placement("waiting policy=strict:nvlink reason=waiting for an NVLink domain with 18 free "
                                    "healthy nodes (best now: nvl01 with 17)"),
-              waiting("waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 17)"));
-    PlacementAnnotation site = waiting("site power: 0.0 kW free of 10.0 kW, maintenance mw-1: 2 nodes avoided");
+              waits(WaitCause::NvlinkDomain,
+                    "waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 17)", 18));
+    PlacementAnnotation site =
+        waits(WaitCause::SitePower, "site power: 0.0 kW free of 10.0 kW, maintenance mw-1: 2 nodes avoided");
     site.policy = "prefer:nvlink";
     EXPECT_EQ(m2g::parse_placement("waiting policy=prefer:nvlink reason=site power: 0.0 kW free of 10.0 kW, "
                                    "maintenance mw-1: 2 nodes avoided"),
               site);
     EXPECT_EQ(m2g::parse_placement("waiting policy=strict:nvlink reason=waiting for 2 free healthy nodes "
                                    "signals=maintenance mw-1: 2 nodes avoided"),
-              waiting("waiting for 2 free healthy nodes", "maintenance mw-1: 2 nodes avoided"));
+              waits(WaitCause::Nodes, "waiting for 2 free healthy nodes", 2, {}, "maintenance mw-1: 2 nodes avoided"));
 
     PlacementAnnotation stock;
     stock.state = PlacementState::Stock;
@@ -332,9 +361,12 @@ TEST(AnnotationStruct, RoundTripsEveryKind)
     PlacementAnnotation stock_quiet = stock;
     stock_quiet.signals.clear();
     for (const PlacementAnnotation& p :
-         {placed(), many, bare, stock, stock_quiet, waiting("pacing: 4 GPUs already started this interval"),
-          waiting("waiting for 3 NVLink domains with 40 free healthy nodes", "maintenance mw-1: 2 nodes avoided"),
-          waiting("")}) {
+         {placed(), many, bare, stock, stock_quiet, waits(WaitCause::Pacing, "pacing: 4 GPUs already started this interval"),
+          waits(WaitCause::NvlinkDomain, "waiting for 3 NVLink domains with 40 free healthy nodes", 40, {},
+                "maintenance mw-1: 2 nodes avoided"),
+          waits(WaitCause::RackPower, "rack d1 over budget: 0.0 kW free, job needs 2.0 kW/node", 0, {"d1", "d2"}),
+          waits(WaitCause::Maintenance, "rack d1 over budget: the typed cause wins", 7, {"d3"}),
+          waits(WaitCause::Other, "")}) {
         EXPECT_EQ(m2g::parse_placement(m2g::format(p)), p) << m2g::format(p);
     }
 
@@ -369,6 +401,120 @@ TEST(AnnotationStruct, RoundTripsEveryKind)
     EXPECT_EQ(m2g::read_annotation("ticket 42"), Annotation{});
     EXPECT_TRUE(m2g::has_annotation("m2g:[]"));
     EXPECT_FALSE(m2g::has_annotation("ticket 42"));
+}
+
+// A waiting part carries its cause typed, before reason= (which stays for
+// people): wait=, then need= and over= when they say something.
+TEST(AnnotationStruct, WaitingPartsCarryATypedCause)
+{
+    EXPECT_EQ(m2g::format(waits(WaitCause::NvlinkDomain,
+                                "waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 17)", 18)),
+              "waiting policy=strict:nvlink wait=nvlink-domain need=18 reason=waiting for an NVLink domain with 18 "
+              "free healthy nodes (best now: nvl01 with 17)");
+    EXPECT_EQ(m2g::format(waits(WaitCause::RackPower, "rack nvl01 over budget: x, rack nvl02 over budget: y", 0,
+                                {"nvl01", "nvl02"}, "maintenance mw-1: 2 nodes avoided")),
+              "waiting policy=strict:nvlink wait=rack-power over=nvl01,nvl02 reason=rack nvl01 over budget: x, rack "
+              "nvl02 over budget: y signals=maintenance mw-1: 2 nodes avoided");
+    EXPECT_EQ(m2g::format(waits(WaitCause::Failsafe, "signals stale/missing, fail-safe defer holds deferrable work")),
+              "waiting policy=strict:nvlink wait=failsafe reason=signals stale/missing, fail-safe defer holds "
+              "deferrable work");
+    // None is not written: the text is the one before wait= existed.
+    EXPECT_EQ(m2g::format(waiting("x")), "waiting policy=strict:nvlink reason=x");
+    // Every cause by its stable key, both ways.
+    for (size_t i = 1; i < m2g::kw::kWaitCauses.size(); ++i) {
+        const auto c = static_cast<WaitCause>(i);
+        EXPECT_EQ(m2g::wait_cause_from(m2g::to_string(c)), c) << i;
+        EXPECT_EQ(m2g::parse_placement(m2g::format(waits(c, "r"))).wait, c) << i;
+    }
+    EXPECT_EQ(m2g::to_string(WaitCause::None), std::string());
+    EXPECT_EQ(m2g::wait_cause_from(""), std::nullopt);
+    EXPECT_EQ(m2g::wait_cause_from("Switch"), std::nullopt);
+    // The typed fields decide, whatever the sentence says.
+    EXPECT_EQ(m2g::parse_placement("waiting policy=any wait=maintenance reason=waiting for 18 free healthy nodes with 9"),
+              [] {
+                  PlacementAnnotation p = waits(WaitCause::Maintenance, "waiting for 18 free healthy nodes with 9");
+                  p.policy = "any";
+                  return p;
+              }());
+    // A newer m2g's cause reads as other; nonsense in need= and over= as none.
+    const PlacementAnnotation newer = m2g::parse_placement("waiting policy=prefer:nvlink wait=cooling need=x over=- "
+                                                           "reason=rack nvl01 over budget: 0.0 kW free");
+    EXPECT_EQ(newer.wait, WaitCause::Other);
+    EXPECT_EQ(newer.need, 0);
+    EXPECT_TRUE(newer.over.empty());
+    EXPECT_EQ(newer.reason, "rack nvl01 over budget: 0.0 kW free");
+    // wait= in a placed part or free text is no field.
+    EXPECT_EQ(m2g::parse_placement("domains=nvl01 leaves=- policy=strict:nvlink wait=switch reason=x").wait,
+              WaitCause::None);
+    EXPECT_EQ(m2g::parse_placement("waiting policy=strict:nvlink reason=a wait=switch b").reason, "a wait=switch b");
+    // Through the segment, beside the admission part.
+    Annotation both;
+    both.placement = waits(WaitCause::RowPower, "row row1 over budget: 4.0 kW free, job needs 5.0 kW", 0, {"row1"});
+    both.admission = deferred();
+    EXPECT_EQ(m2g::read_annotation(m2g::write_annotation(m2g::write_annotation("", deferred()), *both.placement)), both);
+}
+
+// Records written before wait= (jobs in accounting databases) hold only the
+// sentence: the parser derives the cause from it, from the exact texts
+// Engine::place() and gate() wrote, so `m2g explain` reads them as before.
+TEST(AnnotationStruct, LegacyWaitingTextsDeriveTheirCause)
+{
+    struct Want {
+        const char* reason;
+        WaitCause wait;
+        int need;
+        std::vector<std::string> over;
+    };
+    const Want want[] = {
+        // Engine::place()
+        {"waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 17)", WaitCause::NvlinkDomain,
+         18, {}},
+        {"waiting for an NVLink domain with 12 free healthy nodes (best now: nvl01 with 8), avoided: nvl05 (NVLink "
+         "fault), 2 degraded nodes",
+         WaitCause::NvlinkDomain, 12, {}},
+        {"waiting for 2 NVLink domains with 36 free healthy nodes (best now: 3 domains)", WaitCause::NvlinkDomain, 36,
+         {}},
+        {"waiting for a leaf switch with 20 free healthy nodes (best now: 2 leaf switches)", WaitCause::Switch, 20, {}},
+        {"waiting for a spine switch with 200 free healthy nodes (best now: 4 leaf switches)", WaitCause::Switch, 200,
+         {}},
+        {"waiting for 200 free healthy nodes under one switch (usable now: 144)", WaitCause::Nodes, 200, {}},
+        {"waiting for 36 free healthy nodes in whole segments under one switch (usable now: 18, avoided: nvl01 (over "
+         "its power or thermal limit))",
+         WaitCause::Nodes, 36, {}},
+        {"the job asks for no nodes", WaitCause::Other, 0, {}},
+        {"20 nodes are not a whole number of segments of 8, ask for a multiple of --m2g-segment", WaitCause::Other, 0,
+         {}},
+        // gate(): the blocking sentence first, then its notes
+        {"site power: 1.0 kW free of 1200.0 kW (event dr-1 -25%)", WaitCause::SitePower, 0, {}},
+        {"site power: 0.0 kW free of 10.0 kW, maintenance mw-1: 2 nodes avoided", WaitCause::SitePower, 0, {}},
+        {"pacing: 4 GPUs already started this interval", WaitCause::Pacing, 0, {}},
+        {"signals stale/missing, fail-safe defer holds deferrable work, rack nvl01 over budget: 0.0 kW free, job "
+         "needs 1.7 kW/node",
+         WaitCause::Failsafe, 0, {}},
+        {"rack nvl01 over budget: 0.0 kW free, job needs 1.7 kW/node", WaitCause::RackPower, 0, {"nvl01"}},
+        {"rack nvl01 over budget: 7.0 kW free, job needs 1.7 kW/node, rack nvl02 over budget: 12.0 kW free, job needs "
+         "1.7 kW/node, row row2 over budget: 2.0 kW free, job needs 3.3 kW",
+         WaitCause::RackPower, 0, {"nvl01", "nvl02"}},
+        {"row row1 over budget: 2.0 kW free, job needs 6.6 kW", WaitCause::RowPower, 0, {"row1"}},
+        {"maintenance mw-1: 18 nodes avoided", WaitCause::Maintenance, 0, {}},
+        {"maintenance mw-1: 17 nodes avoided, 2 nodes down, rack nvl03 over budget: 0.0 kW free, job needs 1.7 "
+         "kW/node",
+         WaitCause::Maintenance, 0, {}},
+        {"3 nodes down", WaitCause::NodesDown, 0, {}},
+        {"3 nodes down, rack nvl01 over budget: 0.0 kW free, job needs 1.7 kW/node", WaitCause::NodesDown, 0, {}},
+        {"m2g: internal error: bad_alloc", WaitCause::Other, 0, {}},
+        {"something new", WaitCause::Other, 0, {}},
+        {"", WaitCause::Other, 0, {}},
+    };
+    for (const Want& w : want) {
+        const PlacementAnnotation p =
+            m2g::parse_placement(std::string("waiting policy=strict:nvlink reason=") + w.reason);
+        EXPECT_EQ(p, waits(w.wait, w.reason, w.need, w.over)) << w.reason;
+        // Written again, the typed fields round trip.
+        EXPECT_EQ(m2g::parse_placement(m2g::format(p)), p) << w.reason;
+    }
+    EXPECT_EQ(m2g::parse_placement("waiting").wait, WaitCause::Other);
+    EXPECT_EQ(m2g::parse_placement("waiting policy=x reason=waiting for  nodes with nodes").need, 0);
 }
 
 TEST(AnnotationStruct, SegmentRulesHoldForTypedWriters)

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "topology/annotation.hpp"
 #include "topology/cluster_state.hpp"
 #include "topology/config.hpp"
 #include "topology/error.hpp"
@@ -148,20 +149,78 @@ TEST(Placement, SparePerDomainIsKeptFree)
     EXPECT_FALSE(e.place(parse_request("nodes=18,spare=1,topology=strict", 4), all, {}).ok);
 }
 
+namespace {
+
+// The eight racks with their first 10 nodes busy: 8 free in every rack.
+std::vector<uint8_t> eight_free_per_rack(const Model& m)
+{
+    std::vector<uint8_t> usable(m.nodes.size(), 1);
+    for (int d = 0; d < 8; ++d)
+        for (int k = 0; k < 10; ++k)
+            usable[m.domains[d].nodes[k]] = 0;
+    return usable;
+}
+
+}  // namespace
+
 TEST(Placement, PreferFallsBackOnlyAfterItsWait)
 {
     Model m = load_model(M2G_FIXTURES "/nvl72-8rack.conf");
     Engine e(m);
-    std::vector<uint8_t> usable(m.nodes.size(), 1);
-    for (int d = 0; d < 8; ++d)
-        for (int k = 0; k < 10; ++k)
-            usable[m.domains[d].nodes[k]] = 0;  // 8 free in every rack
+    const std::vector<uint8_t> usable = eight_free_per_rack(m);
     EXPECT_FALSE(e.place(parse_request("nodes=12,topology=prefer", 4), usable, {}).ok);
     Placement p = e.place(parse_request("nodes=12,topology=prefer,fallback=yes", 4), usable, {});
     ASSERT_TRUE(p.ok);
     EXPECT_FALSE(p.meets_intent);
     EXPECT_EQ(p.domains_used, 2);
     EXPECT_TRUE(e.place(parse_request("nodes=12,topology=any", 4), usable, {}).ok);
+}
+
+// A placement that waits says why in a type (Placement::wait, need), and
+// that type is what the legacy reader of AdminComment derives from the
+// same sentence: a job explains alike whichever m2g wrote its record.
+TEST(Placement, WaitsCarryATypedCause)
+{
+    Model m = load_model(M2G_FIXTURES "/nvl72-8rack.conf");
+    Engine e(m);
+    const std::vector<uint8_t> usable = eight_free_per_rack(m);
+    ClusterState faulty;
+    faulty.domain_nvlink_fault.assign(m.domains.size(), 0);
+    faulty.domain_nvlink_fault[0] = 1;
+    PlacementRequest none;
+    none.nodes = 0;
+    struct Want {
+        PlacementRequest req;
+        ClusterState state;
+        WaitCause wait;
+        int need;
+        std::string reason;
+    };
+    const Want want[] = {
+        {parse_request("nodes=12,topology=prefer", 4), {}, WaitCause::NvlinkDomain, 12,
+         "waiting for an NVLink domain with 12 free healthy nodes (best now: nvl01 with 8)"},
+        {parse_request("nodes=36,topology=strict", 4), {}, WaitCause::NvlinkDomain, 36,
+         "waiting for 2 NVLink domains with 36 free healthy nodes (best now: 5 domains)"},
+        {parse_request("nodes=40,topology=strict:leaf", 4), {}, WaitCause::Switch, 40,
+         "waiting for a leaf switch with 40 free healthy nodes (best now: 2 leaf switches)"},
+        {parse_request("nodes=100,topology=strict", 4), faulty, WaitCause::Nodes, 100,
+         "waiting for 100 free healthy nodes under one switch (usable now: 56; avoided: nvl01 (NVLink fault))"},
+        {parse_request("nodes=20,segment=8", 4), {}, WaitCause::Other, 0,
+         "20 nodes are not a whole number of segments of 8; ask for a multiple of --m2g-segment"},
+        {none, {}, WaitCause::Other, 0, "the job asks for no nodes"},
+    };
+    for (const Want& w : want) {
+        const Placement p = e.place(w.req, usable, w.state);
+        EXPECT_FALSE(p.ok) << p.reason;
+        EXPECT_EQ(p.reason, w.reason);
+        EXPECT_EQ(p.wait, w.wait) << p.reason;
+        EXPECT_EQ(p.need, w.need) << p.reason;
+        const PlacementAnnotation legacy = parse_placement("waiting policy=strict:nvlink reason=" + p.reason);
+        EXPECT_EQ(legacy.wait, p.wait) << p.reason;
+        EXPECT_EQ(legacy.need, p.need) << p.reason;
+    }
+    // Placed: no wait.
+    EXPECT_EQ(e.place(parse_request("nodes=8", 4), usable, {}).wait, WaitCause::None);
 }
 
 TEST(Placement, RequestErrors)

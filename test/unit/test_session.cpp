@@ -21,11 +21,29 @@
 #include <utility>
 #include <vector>
 
+#include "topology/annotation.hpp"
 #include "topology/session.hpp"
 
 using namespace m2g;
 
 namespace {
+
+// A waiting text's typed fields (wait=, need=, over=) are what the reader
+// derives from its reason sentence alone, as for a record written before
+// them: old and new records of the same wait explain alike.
+void expect_typed_as_legacy(const std::string& text)
+{
+    const PlacementAnnotation typed = parse_placement(text);
+    EXPECT_EQ(typed.state, PlacementState::Waiting) << text;
+    EXPECT_NE(typed.wait, WaitCause::None) << text;
+    PlacementAnnotation legacy = typed;
+    legacy.wait = WaitCause::None;
+    legacy.need = 0;
+    legacy.over.clear();
+    const std::string old_text = format(legacy);
+    EXPECT_EQ(old_text.find(" wait="), std::string::npos) << old_text;
+    EXPECT_EQ(parse_placement(old_text), typed) << text;
+}
 
 const char* const kCluster =
     "ClusterName=sessiontest\n"
@@ -166,8 +184,9 @@ TEST_F(Session, StrictJobThatCannotFitWaitsWithTheReason)
     EXPECT_EQ(o.offer, Offer::Refuse);
     EXPECT_EQ(o.verdict_after(false), SelectVerdict::Waiting);
     EXPECT_EQ(o.annotation_now,
-              "waiting policy=strict:nvlink reason=waiting for an NVLink domain with 2 free healthy nodes (best now: "
-              "d1 with 1)");
+              "waiting policy=strict:nvlink wait=nvlink-domain need=2 reason=waiting for an NVLink domain with 2 free "
+              "healthy nodes (best now: d1 with 1)");
+    expect_typed_as_legacy(o.annotation_now);
     // Planning looks past the busy nodes: the job could run in d1 later;
     // only run-now writes AdminComment.
     const Outcome later = decide(job("strict:nvlink", 2), SelectMode::WillRun);
@@ -185,7 +204,9 @@ TEST_F(Session, PreferJobFallsBackOnceItsWaitIsOver)
     const Outcome before = decide(f, SelectMode::RunNow);
     EXPECT_EQ(before.offer, Offer::Refuse);
     EXPECT_EQ(before.verdict_after(false), SelectVerdict::Waiting);
-    EXPECT_EQ(before.annotation_now.rfind("waiting policy=prefer:nvlink reason=waiting for an NVLink domain", 0), 0u)
+    EXPECT_EQ(before.annotation_now.rfind(
+                  "waiting policy=prefer:nvlink wait=nvlink-domain need=2 reason=waiting for an NVLink domain", 0),
+              0u)
         << before.annotation_now;
 
     f.eligible_since = now_ - 300;  // PreferWaitSec=300 has passed
@@ -202,7 +223,9 @@ TEST_F(Session, PreferJobFallsBackOnceItsWaitIsOver)
     const Outcome none = decide(f, SelectMode::RunNow);
     EXPECT_EQ(none.offer, Offer::Stock);
     EXPECT_EQ(none.verdict_after(true), SelectVerdict::Stock);
-    EXPECT_EQ(none.annotation_now.rfind("waiting policy=prefer:nvlink reason=", 0), 0u) << none.annotation_now;
+    EXPECT_EQ(none.annotation_now.rfind("waiting policy=prefer:nvlink wait=nodes need=2 reason=waiting for 2 ", 0), 0u)
+        << none.annotation_now;
+    expect_typed_as_legacy(none.annotation_now);
 }
 
 TEST_F(Session, DefaultTopologyComesFromThePartition)
@@ -231,8 +254,9 @@ TEST_F(Session, TestOnlyIsNeverBlockedBySignals)
     EXPECT_EQ(now.offer, Offer::Refuse);
     EXPECT_EQ(now.verdict_after(false), SelectVerdict::Blocked);
     EXPECT_TRUE(now.ruled_out.empty());  // blocked before anything is cleared
-    EXPECT_EQ(now.annotation_now, "waiting policy=prefer:nvlink reason=site power: 0.0 kW free of 10.0 kW, "
-                                  "maintenance mw-1: 2 nodes avoided");
+    EXPECT_EQ(now.annotation_now, "waiting policy=prefer:nvlink wait=site-power reason=site power: 0.0 kW free of "
+                                  "10.0 kW, maintenance mw-1: 2 nodes avoided");
+    expect_typed_as_legacy(now.annotation_now);
     const Outcome later = decide(f, SelectMode::WillRun);
     EXPECT_EQ(later.offer, Offer::Refuse);
     EXPECT_EQ(later.verdict_after(false), SelectVerdict::Blocked);
@@ -268,7 +292,37 @@ TEST_F(Session, MaintenanceClearsNodesFromEveryPath)
     EXPECT_EQ(o.offer, Offer::Refuse);
     EXPECT_EQ(o.verdict_after(false), SelectVerdict::Blocked);
     EXPECT_EQ(o.ruled_out, (std::vector<int>{0, 1}));
-    EXPECT_EQ(o.annotation_now, "waiting policy=prefer:nvlink reason=maintenance mw-1: 2 nodes avoided");
+    EXPECT_EQ(o.annotation_now, "waiting policy=prefer:nvlink wait=maintenance reason=maintenance mw-1: 2 nodes avoided");
+    expect_typed_as_legacy(o.annotation_now);
+}
+
+// Racks and rows over budget that leave too few nodes: the record names them.
+TEST_F(Session, PowerWaitsNameTheRacksOverBudget)
+{
+    load("FaultDomain=row2 Type=row Domains=d[3-4]\n",
+         "\"power\": {\"racks\": {\"d1\": {\"budget_kw\": 10, \"draw_kw\": 10}, "
+         "\"d2\": {\"budget_kw\": 10, \"draw_kw\": 9}}, \"rows\": {\"row2\": {\"budget_kw\": 20, \"draw_kw\": 19}}}");
+    // 5 nodes of 2 kW: d1 and d2 take none, row2 not the 10 kW job.
+    Outcome o = decide(job("prefer:nvlink", 5, "training"), SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Refuse);
+    EXPECT_EQ(o.verdict_after(false), SelectVerdict::Blocked);
+    EXPECT_EQ(o.annotation_now,
+              "waiting policy=prefer:nvlink wait=rack-power over=d1,d2 reason=rack d1 over budget: 0.0 kW free, job "
+              "needs 2.0 kW/node, rack d2 over budget: 1.0 kW free, job needs 2.0 kW/node, row row2 over budget: 1.0 "
+              "kW free, job needs 10.0 kW");
+    expect_typed_as_legacy(o.annotation_now);
+}
+
+TEST_F(Session, RowWaitsNameTheRow)
+{
+    load("FaultDomain=row2 Type=row Domains=d[3-4]\n",
+         "\"power\": {\"rows\": {\"row2\": {\"budget_kw\": 20, \"draw_kw\": 19}}}");
+    // 7 nodes: row2's 4 cannot take the 14 kW job, 4 nodes are left.
+    const Outcome o = decide(job("prefer:nvlink", 7, "training"), SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Refuse);
+    EXPECT_EQ(o.annotation_now, "waiting policy=prefer:nvlink wait=row-power over=row2 reason=row row2 over budget: "
+                                "1.0 kW free, job needs 14.0 kW");
+    expect_typed_as_legacy(o.annotation_now);
 }
 
 TEST_F(Session, JobsThatNameTheirNodesAreSlurms)

@@ -929,3 +929,95 @@ TEST_F(StatusTest, EnergyFromThePolicyAndPrices)
     EXPECT_EQ(e.energy_kwh, 0);
     EXPECT_EQ(e.cost, 0);
 }
+
+// ---- the typed wait cause ------------------------------------------------------------
+// Since wait= (and need=, over=) explain and status read the cause select/m2g
+// typed, not the reason sentence; records without it (sacct) still read the same.
+
+TEST_F(StatusTest, TypedRecordsExplainLikeTheSentencesTheyReplace)
+{
+    busy_cluster();
+    s.racks[1].draw_kw = 132;  // nvl02 full too
+    s.rows[1].draw_kw = 559;
+    Model paced = m;
+    paced.admission.pace_gpus_per_interval = 8;
+    const std::string kRack =
+        "m2g:[waiting policy=prefer:nvlink reason=rack nvl01 over budget: 0.0 kW free, job needs 1.7 kW/node, rack "
+        "nvl02 over budget: 0.0 kW free, job needs 1.7 kW/node, row row2 over budget: 1.0 kW free, job needs 30.0 "
+        "kW; admission=admit class=training w_gpu=413]";
+    const std::string kRow = "m2g:[waiting policy=prefer:nvlink reason=row row2 over budget: 1.0 kW free, job needs "
+                             "30.0 kW; admission=admit class=training w_gpu=413]";
+    const std::string kMaint = "m2g:[waiting policy=strict:nvlink reason=maintenance mw-1: 18 nodes avoided, 2 nodes "
+                               "down; admission=admit class=none w_gpu=404]";
+    const std::string kFailsafe = "m2g:[waiting policy=prefer:nvlink reason=signals stale/missing, fail-safe defer "
+                                  "holds deferrable work; admission=admit class=training w_gpu=413]";
+    const std::pair<std::string, std::string> same[] = {
+        {kStrict,
+         "m2g:[waiting policy=strict:nvlink wait=nvlink-domain need=18 reason=waiting for an NVLink domain with 18 "
+         "free healthy nodes (best now: nvl01 with 17); admission=admit class=none w_gpu=404]"},
+        {kPacing,
+         "m2g:[waiting policy=prefer:nvlink wait=pacing reason=pacing: 4 GPUs already started this interval; "
+         "admission=admit class=inference w_gpu=101]"},
+        {kSitePower,
+         "m2g:[waiting policy=prefer:nvlink wait=site-power reason=site power: 1.0 kW free of 1200.0 kW (event dr-1 "
+         "-25%); admission=admit class=inference w_gpu=101]"},
+        {kRack,
+         "m2g:[waiting policy=prefer:nvlink wait=rack-power over=nvl01,nvl02 reason=rack nvl01 over budget: 0.0 kW "
+         "free, job needs 1.7 kW/node, rack nvl02 over budget: 0.0 kW free, job needs 1.7 kW/node, row row2 over "
+         "budget: 1.0 kW free, job needs 30.0 kW; admission=admit class=training w_gpu=413]"},
+        {kRow,
+         "m2g:[waiting policy=prefer:nvlink wait=row-power over=row2 reason=row row2 over budget: 1.0 kW free, job "
+         "needs 30.0 kW; admission=admit class=training w_gpu=413]"},
+        {kMaint,
+         "m2g:[waiting policy=strict:nvlink wait=maintenance reason=maintenance mw-1: 18 nodes avoided, 2 nodes down; "
+         "admission=admit class=none w_gpu=404]"},
+        {kFailsafe,
+         "m2g:[waiting policy=prefer:nvlink wait=failsafe reason=signals stale/missing, fail-safe defer holds "
+         "deferrable work; admission=admit class=training w_gpu=413]"},
+    };
+    for (const auto& [legacy, typed] : same) {
+        JobView& j = job(120, JobState::Pending, WorkloadClass::Unset, 72, legacy, "Resources");
+        const Explanation old_e = explain_job(paced, c, view(), j, kNow);
+        j.admin_comment = typed;
+        const Explanation new_e = explain_job(paced, c, view(), j, kNow);
+        EXPECT_EQ(format_explanation(new_e, false), format_explanation(old_e, false)) << typed;
+        EXPECT_EQ(format_explanation(new_e, true), format_explanation(old_e, true)) << typed;
+        EXPECT_EQ(pending_reason_key(j, parse_annotation(typed), kNow),
+                  pending_reason_key(j, parse_annotation(legacy), kNow));
+        EXPECT_GT(old_e.evidence.size() + old_e.suggestions.size(), 0u) << legacy;
+        // Unknown job size: the node count comes from need=, or from the sentence.
+        j.nodes = 0;
+        const std::string no_size = format_explanation(explain_job(paced, c, view(), j, kNow), false);
+        j.admin_comment = legacy;
+        EXPECT_EQ(no_size, format_explanation(explain_job(paced, c, view(), j, kNow), false)) << legacy;
+        c.jobs.pop_back();
+    }
+}
+
+// The typed fields decide: whatever the sentence says, it is only shown.
+TEST_F(StatusTest, ExplainClassifiesByTheTypedCause)
+{
+    busy_cluster();
+    s.racks[1].draw_kw = 132;
+    JobView& j = job(121, JobState::Pending, WorkloadClass::Training, 72,
+                     "m2g:[waiting policy=prefer:nvlink wait=rack-power over=nvl02 reason=the racks are full]",
+                     "Resources");
+    Explanation e = explain_job(m, c, view(), j, kNow);
+    EXPECT_EQ(e.summary, "Job 121 is waiting for rack power: the racks are full; policy prefer:nvlink.");
+    EXPECT_EQ(e.evidence[0], "rack nvl02 budget 132.0 kW, effective 132.0 kW, draw 132.0 kW, headroom 0.0 kW");
+    EXPECT_EQ(pending_reason_key(j, parse_annotation(j.admin_comment), kNow), "waiting:rack-power");
+    // need= gives the job's size when Slurm does not.
+    j.nodes = 0;
+    j.admin_comment = "m2g:[waiting policy=strict:nvlink wait=nvlink-domain need=18 reason=waiting for a whole rack]";
+    e = explain_job(m, c, view(), j, kNow);
+    EXPECT_EQ(e.summary, "Job 121 is waiting for a whole rack; policy strict:nvlink.");
+    EXPECT_EQ(e.suggestions, Strings{"18 nodes fit nvl02 now (18 free healthy nodes there): Slurm starts the job at "
+                                     "its next scheduling pass unless higher-priority jobs take them first"});
+    EXPECT_EQ(pending_reason_key(j, parse_annotation(j.admin_comment), kNow), "waiting:nvlink-domain");
+    // A sentence that reads like another cause does not change it.
+    j.admin_comment = "m2g:[waiting policy=strict:nvlink wait=maintenance reason=site power: 0.0 kW free]";
+    EXPECT_EQ(pending_reason_key(j, parse_annotation(j.admin_comment), kNow), "waiting:maintenance");
+    e = explain_job(m, c, view(), j, kNow);
+    EXPECT_EQ(e.summary, "Job 121 is waiting: site power: 0.0 kW free; policy strict:nvlink.");
+    EXPECT_EQ(e.evidence[0].rfind("free healthy GPUs per candidate domain: ", 0), 0u) << e.evidence[0];
+}
