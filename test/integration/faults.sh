@@ -343,6 +343,9 @@ ok "pgrep -f 'slurmstepd: \\[$run1\\.batch\\]' >/dev/null" "3: the running job's
 CTLD_PID=$("$M2G_TESTBED" start slurmctld --dir "$TB_DIR")
 tb_ctld_mark
 diag "slurmctld restarted as PID $CTLD_PID"
+# It answers ping once it listens; job queries may take longer on a loaded
+# machine (seen at load 19 on 2 cores).
+ok "wait_until 60 squeue -h -j '$run1'" "3: the restarted slurmctld answers job queries"
 sleep 2
 snapshot_jobs >"$T/after"
 is "$(cat "$T/after")" "$(cat "$T/before")" "3: after the restart every job has the same state and m2g AdminComment"

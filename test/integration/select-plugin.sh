@@ -60,7 +60,7 @@ for h in "${holders[@]}" "$short"; do wait_job_state "$h" RUNNING 60; done
 strict=$(rack_job -t 10)  # no --m2g-topology: the partition default applies
 sleep 6
 is "$(job_state "$strict")" PENDING "a strict 18-node job (partition default) waits while no rack is whole"
-ok "scontrol show job $strict | grep -q 'AdminComment=m2g:\[waiting policy=strict:nvlink reason=waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 17)[];]'" \
+ok "scontrol show job $strict | grep -q 'AdminComment=m2g:\[waiting policy=strict:nvlink wait=nvlink-domain need=18 reason=waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 17)[];]'" \
 	"its AdminComment says what it waits for"
 small=$(sbatch --parsable -J small -N2 --exclusive --gres=gpu:4 -t 2 --wrap 'sleep 3')
 wait_job_state "$small" "RUNNING|COMPLETED" 30
