@@ -125,15 +125,26 @@ EVENTS=$(dr_event dr-keep $((now + 3600))) write_feed
 wait_until 10 grep -q '"dr-keep"' "$STATUS"
 e0=$(log_count 'm2g: admission: signals feed corrupt')
 s0=$(log_count 'm2g: select: signals feed corrupt')
+# logged_corrupt N: both plugins have logged N corrupt versions since e0/s0.
+# Each plugin polls the feed on its own thread and only job_submit/m2g
+# writes the status file, so the test waits for both log lines before it
+# writes the next version (a loaded 2-core machine can delay a poll by
+# seconds; a version replaced before a plugin looked is never read).
+logged_corrupt() {
+	(( $(log_count 'm2g: admission: signals feed corrupt') - e0 >= $1 &&
+	   $(log_count 'm2g: select: signals feed corrupt') - s0 >= $1 ))
+}
 : >"$FEED.tmp"; mv -f "$FEED.tmp" "$FEED"                                  # empty
-wait_until 5 grep -q 'the file is empty' "$STATUS"
+wait_until 20 logged_corrupt 1
 ok "grep -q 'not valid JSON: the file is empty' '$STATUS'" "1a: an empty feed is corrupt, and the status says why"
 head -c 3000 /dev/urandom >"$FEED.tmp"; mv -f "$FEED.tmp" "$FEED"        # binary garbage
-sleep 2
+wait_until 20 logged_corrupt 2
 sed 's/"budget_kw": 2000/"budget_kw": 2000}, "racks": {"nvl77": {"draw_kw": 1}/' <(feed_json) >"$FEED.tmp"
 mv -f "$FEED.tmp" "$FEED"                                                  # a rack m2g.conf lacks
+wait_until 20 logged_corrupt 3
 wait_until 5 grep -q 'nvl77' "$STATUS"
 ok "grep -q 'no NVLink domain nvl77 in m2g.conf' '$STATUS'" "1a: a feed naming a rack m2g.conf lacks is refused with the name"
+sleep 3   # several more polls of the unchanged corrupt file: none may log again
 is "$(($(log_count 'm2g: admission: signals feed corrupt') - e0))/$(($(log_count 'm2g: select: signals feed corrupt') - s0))" \
 	"3/3" "1a: each corrupt version is logged once by job_submit/m2g and once by select/m2g"
 gpu_job c1 --hold --m2g-class=training --wrap true
