@@ -48,17 +48,21 @@ class Runner:
             return "$TMP/" + path[len(self.tmp) + 1:]
         return path
 
-    def simulate(self, topology, policy, scale=1, load=0.0, timeline=None, job_log=None, power=True):
+    def simulate(self, topology, policy, scale=1, load=0.0, timeline=None, job_log=None, power=True, seed=SEED,
+                 extra=(), power_log=None):
         args = ["simulate", "--topology", topology, "--trace", os.path.join(self.data, "philly_first20k.csv"),
-                "--policy", policy, "--scale-gpus", str(scale), "--seed", str(SEED)]
+                "--policy", policy, "--scale-gpus", str(scale), "--seed", str(seed)]
         if load:
             args += ["--load", str(load)]
         if power:
             args += ["--power-cdf", os.path.join(self.data, "acme2023_power_thermal_cdf.csv")]
         if timeline:
             args += ["--signals-timeline", timeline]
+        args += list(extra)
         if job_log:
             args += ["--job-log", job_log]
+        if power_log:
+            args += ["--power-log", power_log]
         args.append("--json")
         t0 = time.monotonic()
         p = subprocess.run([self.m2g] + args, capture_output=True, text=True)
@@ -203,7 +207,13 @@ def draw_at(series, x):
     return d[i] if i >= 0 else 0.0
 
 
+DR_LINES = {("m2g", "enforce"): ("m2g, CurtailMode=enforce", COLOURS["m2g"], 2.6),
+            ("m2g", "off"): ("m2g, CurtailMode=off", (0.55, 0.75, 0.92), 1.8),
+            ("tree", None): ("tree (no feed)", COLOURS["tree"], 1.4)}
+
+
 def dr_chart(path, title, series_by_policy, ev_start, ev_end, budget, cap):
+    """series_by_policy: {(policy, mode): (times, kW)}, drawn as DR_LINES says."""
     w, h = 1600, 900
     s = cairo.ImageSurface(cairo.FORMAT_RGB24, w, h)
     c = cairo.Context(s)
@@ -255,9 +265,11 @@ def dr_chart(path, title, series_by_policy, ev_start, ev_end, budget, cap):
     c.line_to(X(t1), Y(budget))
     c.stroke()
     c.set_dash([])
-    for pol, sr in series_by_policy.items():
-        c.set_source_rgb(*COLOURS[pol])
-        c.set_line_width(2.5 if pol == "m2g" else 1.6)
+    order = [k for k in DR_LINES if k in series_by_policy][::-1]  # enforce on top
+    for key in order:
+        sr = series_by_policy[key]
+        c.set_source_rgb(*DR_LINES[key][1])
+        c.set_line_width(DR_LINES[key][2])
         first = True
         prev = None
         for x in range(int(t0), int(t1), 30):
@@ -272,18 +284,245 @@ def dr_chart(path, title, series_by_policy, ev_start, ev_end, budget, cap):
         c.stroke()
     lx = 120
     c.set_font_size(18)
-    for pol in series_by_policy:
-        c.set_source_rgb(*COLOURS[pol])
+    for key in DR_LINES:
+        if key not in series_by_policy:
+            continue
+        c.set_source_rgb(*DR_LINES[key][1])
         c.rectangle(lx, h - 70, 22, 22)
         c.fill()
         c.set_source_rgb(0, 0, 0)
         c.move_to(lx + 30, h - 53)
-        c.show_text(pol + " site draw")
-        lx += 230
+        c.show_text(DR_LINES[key][0])
+        lx += 330
     c.set_source_rgb(0.8, 0, 0)
     c.move_to(lx, h - 53)
     c.show_text("- - budget (event: shaded)")
     s.write_to_png(path)
+
+
+def power_series(power_log):
+    """Site GPU draw (kW) from a --power-log CSV: (times, kW) step series."""
+    t, d = [], []
+    with open(power_log) as f:
+        for row in csv.DictReader(f):
+            t.append(float(row["t"]))
+            d.append(float(row["site_kw"]))
+    return t, d
+
+
+def busy_window(job_log):
+    """The load window of doc/simulator.md: the submission at the 1% point to the last one."""
+    with open(job_log) as f:
+        subs = sorted(float(r["submit"]) for r in csv.DictReader(f))
+    return subs[len(subs) // 100], subs[-1]
+
+
+def draw_percentile(series, a, b, q):
+    """Time-weighted q-quantile of a step series over [a, b)."""
+    t, d = series
+    segs = []
+    for i in range(len(t)):
+        lo, hi = max(t[i], a), min(t[i + 1] if i + 1 < len(t) else b, b)
+        if hi > lo:
+            segs.append((d[i], hi - lo))
+    segs.sort()
+    total, acc = sum(w for _, w in segs), 0.0
+    for v, w in segs:
+        acc += w
+        if acc >= q * total:
+            return v
+    return segs[-1][0] if segs else 0.0
+
+
+def mean(xs):
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def spread(xs, fmt):
+    """mean (min-max) over seeds, or the one value when they agree."""
+    lo, hi = min(xs), max(xs)
+    if fmt % lo == fmt % hi:
+        return fmt % lo
+    return (fmt + " (" + fmt + "&ndash;" + fmt + ")") % (mean(xs), lo, hi)
+
+
+def e0(r):
+    return r["events"][0]
+
+
+# ---- demand response with curtailment ------------------------------------------
+
+DR_SEEDS = [1, 2, 3, 4, 5]
+DR_INFERENCE = 20  # percent of jobs run as --m2g-class=inference (non-deferrable), by a hash of the job id
+# id, cut (percent of the site budget), hours, notice (hours before the start)
+DR_EVENTS = [("dr-25pct-3h", 25, 3, 2), ("dr-30pct-10h", 30, 10, 4)]
+DR_MODES = [("m2g", "off"), ("m2g", "enforce"), ("m2g", "requeue"), ("tree", None), ("block", None),
+            ("firstfit", None)]
+DR_CONF = {"off": "CurtailMode=off", "enforce": "CurtailMode=enforce",
+           "requeue": "CurtailMode=enforce\nClassName=training Curtail=requeue"}
+
+
+def demand_response(run, a, cluster, md, results, rev, charts=True):
+    seeds = [1] if a.quick else DR_SEEDS
+    events = DR_EVENTS[:1] if a.quick else DR_EVENTS
+    modes = DR_MODES[:2] if a.quick else DR_MODES
+    share = ["--class-share", "inference=%d" % DR_INFERENCE]
+    confs = {}
+    for name, extra in DR_CONF.items():
+        confs[name] = os.path.join(run.tmp, "dr-%s.conf" % name)
+        with open(cluster) as src, open(confs[name], "w") as dst:
+            dst.write(src.read() + "\n" + extra + "\n")
+    # The site's draw without a budget: where the busy period is, how much it draws.
+    base_log = os.path.join(run.tmp, "dr-nobudget.csv")
+    base = run.simulate(cluster, "m2g", 8, 0.8, job_log=base_log, extra=share)
+    series = draw_series(base_log)
+    w0, w1 = busy_window(base_log)
+    p975 = draw_percentile(series, w0, w1, 0.975)
+    mid = (w0 + w1) / 2
+    ev_start = float(int(next(x for x, v in zip(*series) if x >= mid and v >= p975)))
+    d0 = draw_at(series, ev_start)
+    budget = float(int(d0) + 1)
+    md += ["## Demand response with curtailment (8 racks, Philly x8, load 0.8; issue 19)", "",
+           "m2g-curtaild's planner (`plan_curtailment()`, src/topology/curtail.cpp) runs inside the simulator every "
+           "`CurtailIntervalSec` (5 s) and at every timeline edge, on a feed whose draw is the simulated one; its "
+           "actions take effect 3 s later (`--actuation-delay`); a capped job slows down by the Perseus A100 curve, "
+           "a suspended one holds its GPUs at 90 W each (doc/simulator.md). %d%% of the jobs are inference "
+           "(`--class-share inference=%d`: non-deferrable, never curtailed by default), the rest training "
+           "(deferrable, `Curtail=suspend` by default)." % (DR_INFERENCE, DR_INFERENCE), "",
+           "A first run (`m2g`, no feed) gives the site's GPU draw. Over the busy window (from the submission at the "
+           "1%% point to the last one) its time-weighted 97.5th percentile is %.1f kW; both events start at the first "
+           "moment after the window's middle when the draw reaches it (t = %.0f s, %.1f kW), and the site budget is "
+           "that draw rounded up, **%.0f kW**: the busy-period draw, so that a cut in percent of the budget is a cut "
+           "of the running work. Outside events the budget binds only at the busiest moments. Each event is in the "
+           "feed m2g reads from its notice on (`--event-notice`); the budget is measured against it regardless. "
+           "Seeds %s (ties and per-job power draws); the spread is min&ndash;max over them." % (
+               p975, ev_start, d0, budget, ", ".join(map(str, seeds))), "",
+           "Modes: `off` is m2g as before (admission defers deferrable starts; running jobs keep their power); "
+           "`enforce` adds curtailment with the default classes; `requeue` is `enforce` with `ClassName=training "
+           "Curtail=requeue` (checkpoint signal, requeue after 120 s, work since the last 30-minute checkpoint and a "
+           "5-minute restart lost). tree, block and firstfit see no feed: controls for what the site would draw "
+           "without m2g. The cost columns compare each curtailing run with the `off` run of the same seed "
+           "(computed by `m2g simulate` itself, doc/simulator.md): *non-deferrable throughput loss* is the share of "
+           "GPU-seconds of work inference jobs got done during the event that was lost; *deferrable stretch* and "
+           "*delay* are each training job's completion time (end - submit) over and minus its completion time with "
+           "`off`; *energy shifted* is the kWh drawn during the event that ran outside it instead.", ""]
+    results["dr"] = {}
+    all_rows = []
+    for ev_id, cut, h, notice in events:
+        ev_end = ev_start + h * 3600
+        timeline = os.path.join(run.tmp, "%s.json" % ev_id)
+        feed = {"schema": "m2g.signals/v1", "generated_at": EPOCH0, "source": "m2g-scenarios",
+                "power": {"site": {"budget_kw": budget}},
+                "events": [{"id": ev_id, "start": EPOCH0 + int(ev_start), "end": EPOCH0 + int(ev_end),
+                            "curtail_pct": cut, "scope": "site"}]}
+        with open(timeline, "w") as f:
+            json.dump(feed, f)
+        extra = share + ["--event-notice", str(notice * 3600)]
+        rows = {}
+        logs = {}
+        for pol, mode in modes:
+            rows[(pol, mode)] = []
+            for seed in seeds:
+                plog = None
+                if seed == seeds[0] and mode in ("off", "enforce", None) and pol in ("m2g", "tree"):
+                    plog = logs[(pol, mode)] = os.path.join(run.tmp, "%s-%s-%s.csv" % (ev_id, pol, mode))
+                r = run.simulate(confs[mode] if mode else cluster, pol, 8, 0.8, timeline=timeline, seed=seed,
+                                 extra=extra, power_log=plog)
+                rows[(pol, mode)].append(r)
+                all_rows.append(r)
+        results["dr"][ev_id] = rows
+        md += ["### %s: -%d%% of the site budget for %d h (budget %.0f kW, cap %.1f kW), announced %d h ahead" % (
+            ev_id, cut, h, budget, budget * (1 - cut / 100.0), notice), "",
+               "`$TMP/%s.json`:" % ev_id, "", "```json", json.dumps(feed), "```", "",
+               "What the grid sees (during the event; response: from its start until every scope is within its "
+               "budget, *never* when still over at its end):", "",
+               "| policy | CurtailMode | draw at start (kW) | response (s) | over budget after 30 s (s) | "
+               "over budget in all (s) | largest excess (kW) | energy in the event (kWh) |",
+               "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for (pol, mode), rs in rows.items():
+            ev = [e0(r) for r in rs]
+            resp = [e["response_s"] for e in ev]
+            never = sum(1 for x in resp if x < 0)
+            resp_txt = spread([x for x in resp if x >= 0], "%.0f") if never < len(resp) else "never"
+            if 0 < never < len(resp):
+                resp_txt += ", never in %d of %d" % (never, len(resp))
+            md.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                pol, mode or "(no feed)", spread([e["draw_at_start_kw"] for e in ev], "%.1f"), resp_txt,
+                spread([e["over_late_s"] for e in ev], "%.0f"), spread([e["over_s"] for e in ev], "%.0f"),
+                spread([max(0.0, e["peak_over_kw"]) for e in ev], "%.1f"),
+                spread([e["energy_kwh"] for e in ev], "%.0f")))
+        md += ["", "What it costs (against `off`, same seed):", "",
+               "| CurtailMode | non-deferrable throughput loss | deferrable stretch mean / p95 | "
+               "deferrable delay mean / p95 (h) | energy shifted (kWh) | caps / suspends / requeues | "
+               "requeue loss (GPU-h) | site over budget in the run (s) |",
+               "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for (pol, mode), rs in rows.items():
+            if pol != "m2g":
+                continue
+            viol = spread([r["cap_violation_s"] for r in rs], "%.0f")
+            if mode == "off":
+                md.append("| off | (reference) | | | | | | %s |" % viol)
+                continue
+            c = [r["curtailment"] for r in rs]
+            md.append("| %s | %s | %s / %s | %s / %s | %s | %s / %s / %s | %s | %s |" % (
+                mode, spread([100 * x["nondeferrable_loss"] for x in c], "%.2f%%"),
+                spread([x["deferrable_stretch_mean"] for x in c], "%.3f"),
+                spread([x["deferrable_stretch_p95"] for x in c], "%.3f"),
+                spread([x["deferrable_delay_mean_s"] / 3600 for x in c], "%.2f"),
+                spread([x["deferrable_delay_p95_s"] / 3600 for x in c], "%.2f"),
+                spread([x["energy_shifted_kwh"] for x in c], "%.0f"),
+                spread([x["caps"] for x in c], "%.0f"), spread([x["suspends"] for x in c], "%.0f"),
+                spread([x["requeues"] for x in c], "%.0f"),
+                spread([x["requeue_lost_gpu_s"] / 3600 for x in c], "%.0f"), viol))
+        md += [""]
+        if charts:
+            chart = "sim-%s.png" % ev_id
+            dr_chart(os.path.join(run.out, chart),
+                     "%s: site GPU draw, 8 NVL72 racks, Philly x8, load 0.8, seed %d" % (ev_id, seeds[0]),
+                     {k: power_series(v) for k, v in logs.items()}, ev_start, ev_end, budget,
+                     budget * (1 - cut / 100.0))
+            md += ["![%s](%s)" % (chart, chart), ""]
+    md += commands([base] + all_rows) + [""]
+
+
+def dr_goal_rows(results):
+    """The demand-response rows of the goals table."""
+    out = []
+    for ev_id, rows in results["dr"].items():
+        enf = rows[("m2g", "enforce")]
+        late = {p: "%.0f s" % max(e0(r)["over_late_s"] for r in rows[(p, None)]) if (p, None) in rows else ""
+                for p in POLICIES if p != "m2g"}
+        worst = max(e0(r)["over_late_s"] for r in enf)
+        late["m2g"] = "%.0f s" % worst
+        out.append("| 0 s over budget after 30 s (worst seed) | %s, m2g CurtailMode=enforce | %s | %s | %s | %s | %s |" % (
+            ev_id, *[late[p] for p in POLICIES], "yes" if worst == 0 else "no"))
+        loss = max(r["curtailment"]["nondeferrable_loss"] for r in enf)
+        out.append("| non-deferrable throughput loss < 1%% (worst seed) | %s | %s | | | | %s |" % (
+            ev_id, pct(loss), "yes" if loss < 0.01 else "no"))
+        out.append("| deferrable delay as small as possible (mean over seeds) | %s | %s h mean, %s h p95 | | | | "
+                   "reported |" % (ev_id, hours(mean([r["curtailment"]["deferrable_delay_mean_s"] for r in enf])),
+                                   hours(mean([r["curtailment"]["deferrable_delay_p95_s"] for r in enf]))))
+    return out
+
+
+def update_dr_only(path, md, goal_rows):
+    """--only dr: replace the demand-response section and its goal rows of an existing simulation.md."""
+    with open(path) as f:
+        text = f.read().split("\n")
+    i = next(k for k, l in enumerate(text) if l.startswith("## Demand response"))
+    j = next(k for k, l in enumerate(text) if l.startswith("## Against the goals"))
+    text = text[:i] + md + text[j:]
+    j = next(k for k, l in enumerate(text) if l.startswith("## Against the goals"))
+    k = next(k for k in range(j, len(text)) if text[k].startswith("|"))
+    end = k
+    while end < len(text) and text[end].startswith("|"):
+        end += 1
+    ids = [e[0] for e in DR_EVENTS]
+    table = [l for l in text[k:end]
+             if not l.startswith("| no cap violations during DR") and not any(" %s" % x in l for x in ids)]
+    text = text[:k] + table + goal_rows + text[end:]
+    with open(path, "w") as f:
+        f.write("\n".join(text))
 
 
 # ---- scenarios ----------------------------------------------------------------
@@ -295,12 +534,27 @@ def main():
     ap.add_argument("--top", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", choices=["dr"],
+                    help="dr: run the demand-response scenario alone and replace its section (and goal rows) in "
+                         "the existing simulation.md, writing no chart")
     a = ap.parse_args()
     run = Runner(a)
     rev = commit(run.top)
     os.makedirs(run.out, exist_ok=True)
     fx = os.path.join(run.top, "test/fixtures")
     clusters = {8: os.path.join(fx, "nvl72-8rack.conf"), 64: os.path.join(fx, "nvl72-64rack.conf")}
+    if a.only == "dr":
+        md, results = [], {}
+        demand_response(run, a, clusters[8], md, results, rev, charts=False)
+        md[1:1] = ["", "- generated by `contrib/m2g-scenarios --only dr` (contrib/lib/scenarios.py), commit %s, %s; "
+                   "the other sections are from the run named at the top" % (
+                       rev, time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()))]
+        path = os.path.join(run.out, "simulation.md")
+        update_dr_only(path, md, dr_goal_rows(results))
+        shutil.rmtree(run.tmp, ignore_errors=True)
+        print("m2g-scenarios: %d simulations in %.1f s; updated the demand-response section of %s" % (
+            run.runs, run.wall, path))
+        return
     loads = [0.8] if a.quick else [0.6, 0.8, 0.95]
     racks_list = [8] if a.quick else [8, 64]
     scales = [8] if a.quick else [1, 8]
@@ -403,52 +657,8 @@ def main():
                len(down), SEED, ",".join(down)), ""]
     md += placement_table(rows) + [""] + commands(rows) + [""]
 
-    # 4. Demand response: -25% site power for 3 hours, 8 racks, Philly x8, load 0.8.
-    base_log = os.path.join(run.tmp, "dr-base.csv")
-    base = run.simulate(clusters[8], "tree", 8, 0.8, job_log=base_log)
-    series = draw_series(base_log)
-    t, d = series
-    mid = (t[0] + t[-1]) / 2
-    window = [v for x, v in zip(t, d) if x >= mid]
-    p75 = sorted(window)[int(0.75 * (len(window) - 1))]
-    ev_start = next(x for x, v in zip(t, d) if x >= mid and v >= p75)
-    ev_start = float(int(ev_start))
-    d0 = draw_at(series, ev_start)
-    budget = float(int(max(d) * 1.05) + 1)
-    cap = 0.75 * d0
-    ev_end = ev_start + 3 * 3600
-    timeline = os.path.join(run.tmp, "dr.json")
-    feed = {"schema": "m2g.signals/v1", "generated_at": EPOCH0, "source": "m2g-scenarios",
-            "power": {"site": {"budget_kw": budget}},
-            "events": [{"id": "dr-25pct-3h", "start": EPOCH0 + int(ev_start), "end": EPOCH0 + int(ev_end),
-                        "curtail_kw": round(budget - cap, 3), "scope": "site"}]}
-    with open(timeline, "w") as f:
-        json.dump(feed, f)
-    rows, logs = [], {}
-    for pol in POLICIES:
-        logs[pol] = os.path.join(run.tmp, "dr-%s.csv" % pol)
-        rows.append(run.simulate(clusters[8], pol, 8, 0.8, timeline=timeline, job_log=logs[pol]))
-    results["dr"] = rows
-    md += ["## Demand response: -25% site power for 3 hours (8 racks, Philly x8, load 0.8)", "",
-           "A first run (`tree`, no feed) gives the site's GPU draw over time. The event starts at the first moment "
-           "after the middle of the run when the draw reaches its 75th percentile (t = %.0f s, %.1f kW) and asks "
-           "for 25%% less than that for 3 hours: a cap of %.1f kW. The site budget outside the event is the run's "
-           "peak draw plus 5%% (%.0f kW), so only the event binds. The feed (`$TMP/dr.json`):" % (
-               ev_start, d0, cap, budget), "", "```json", json.dumps(feed), "```", "",
-           "| policy | cap violations | time over a cap (s) | largest excess (kW) | draw at start (kW) | "
-           "peak in event (kW) | under the cap after (s) | deferred jobs | queue delay mean (h) | containment |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        e = r["events"][0]
-        md.append("| %s | %d | %.0f | %.1f | %.1f | %.1f | %s | %d | %s | %s |" % (
-            r["policy"], r["cap_violations"], r["cap_violation_s"], r["cap_peak_over_kw"], e["draw_at_start_kw"],
-            e["peak_draw_kw"], "never" if e["response_s"] < 0 else "%.0f" % e["response_s"], r["deferred"],
-            hours(r["queue_delay_mean_s"]), pct(r["containment"])))
-    md += [""] + commands([base] + rows) + [""]
-    dr_chart(os.path.join(run.out, "sim-dr-power.png"),
-             "DR event -25% for 3 h: site GPU draw, 8 NVL72 racks, Philly x8, load 0.8",
-             {p: draw_series(logs[p]) for p in ("m2g", "tree", "firstfit")}, ev_start, ev_end, budget, cap)
-    md += ["![sim-dr-power.png](sim-dr-power.png)", ""]
+    # 4. Demand response with curtailment (issue 19): 8 racks, Philly x8, load 0.8.
+    demand_response(run, a, clusters[8], md, results, rev)
 
     # Goals (reported, not asserted).
     md += ["## Against the goals (reported, not asserted)", "",
@@ -466,9 +676,7 @@ def main():
             racks, *[pct(g[p]["stranded_gpus"]) for p in POLICIES],
             "yes" if g["m2g"]["stranded_gpus"] <= 0.7 * st else "no (%.2fx tree)" % (
                 g["m2g"]["stranded_gpus"] / st if st > 0 else float("inf"))))
-    dr = {r["policy"]: r for r in results["dr"]}
-    md.append("| no cap violations during DR | -25%% for 3 h, 8 racks | %s | %s | %s | %s | %s |" % (
-        *[str(dr[p]["cap_violations"]) for p in POLICIES], "yes" if dr["m2g"]["cap_violations"] == 0 else "no"))
+    md += dr_goal_rows(results)
     md += ["", "Placement cost per decision at 144 / 2,502 / 25,002 nodes (Google Benchmark, p50/p99): "
            "[placement-bench.md](placement-bench.md) (`contrib/m2g-bench`).", "",
            "%d simulations, %.1f s of simulator wall time in all." % (run.runs, run.wall), ""]

@@ -10,7 +10,10 @@
 //   m2g place --topology FILE [--state STATE.json] [--signals FEED] --request REQ [--json]
 //   m2g simulate --topology FILE --trace FILE [--policy m2g|tree|block|firstfit]
 //                [--scale-gpus K] [--load L] [--seed S] [--signals-timeline FEED]
-//                [--power-cdf CSV [--power-cluster C]] [--class CLASS] [--job-log FILE] [--json]
+//                [--power-cdf CSV [--power-cluster C]] [--class CLASS] [--class-share CLASS=PCT]...
+//                [--event-notice S] [--actuation-delay S] [--cap-speed R:S,...] [--checkpoint-interval S]
+//                [--restart-overhead S] [--curtail-every-tick] [--no-baseline] [--job-log FILE]
+//                [--power-log FILE] [--json]
 //   m2g discover node [--json | --signals] [--hostname NAME] [--hwloc-xml FILE] [--nvml-library PATH]
 //   m2g discover fabric FILE|- [--json]
 //   m2g discover merge NODE.json... [--fabric FILE] [--slurm-names s/RE/REPL/] [--cluster-name NAME] [-o FILE]
@@ -333,9 +336,11 @@ int run_place(const PlaceArgs& a)
 
 // `m2g simulate`: replay a trace on the model with one placement policy.
 struct SimulateArgs {
-    std::string topology, trace, policy = "m2g", timeline, power_cdf, power_cluster = "kalos", job_log;
+    std::string topology, trace, policy = "m2g", timeline, power_cdf, power_cluster = "kalos", job_log, cap_speed,
+        power_log;
+    std::vector<std::string> class_shares;  // CLASS=PCT
     m2g::SimOptions opts;
-    bool json = false;
+    bool json = false, no_baseline = false;
 };
 
 void run_simulate(const SimulateArgs& a)
@@ -349,6 +354,18 @@ void run_simulate(const SimulateArgs& a)
                   << " with unknown run time or no processors\n";
     m2g::SimOptions o = a.opts;
     o.policy = m2g::parse_sim_policy(a.policy);
+    for (const std::string& cs : a.class_shares) {
+        const size_t eq = cs.find('=');
+        char* end = nullptr;
+        const double pct = eq == std::string::npos ? 0 : std::strtod(cs.c_str() + eq + 1, &end);
+        if (eq == std::string::npos || eq == 0 || eq + 1 == cs.size() || *end)
+            throw m2g::ParseError("--class-share '" + cs + "': expected CLASS=PERCENT, e.g. inference=20");
+        o.class_shares.emplace_back(cs.substr(0, eq), pct);
+    }
+    if (!a.cap_speed.empty())
+        o.cap_speed = m2g::parse_cap_speed(a.cap_speed);
+    o.curtail_baseline = !a.no_baseline;
+    o.record_site_power = !a.power_log.empty();
     // A timeline may lie anywhere in time: judge "generated in the future"
     // against a far clock.
     m2g::Signals timeline;
@@ -367,6 +384,12 @@ void run_simulate(const SimulateArgs& a)
         f << m2g::format_sim_jobs(m, r);
         if (!f.flush())
             throw m2g::Error(a.job_log + ": cannot write the job log");
+    }
+    if (!a.power_log.empty()) {
+        std::ofstream f(a.power_log);
+        f << m2g::format_sim_power(r);
+        if (!f.flush())
+            throw m2g::Error(a.power_log + ": cannot write the power log");
     }
     std::cout << m2g::format_sim_result(r, a.json);
 }
@@ -455,7 +478,34 @@ int main(int argc, char** argv)
                          "per-GPU power drawn per job from this CDF (../shared/data/acme2023_power_thermal_cdf.csv)");
     simulate->add_option("--power-cluster", sim.power_cluster, "the CDF's cluster column to use (kalos or seren)");
     simulate->add_option("--class", sim.opts.workload_class, "every job's workload class (as --m2g-class)");
+    simulate->add_option("--class-share", sim.class_shares,
+                         "CLASS=PCT: that percent of jobs (chosen by a hash of the job id) gets CLASS instead; "
+                         "repeatable");
+    simulate->add_option("--event-notice", sim.opts.event_notice_s,
+                         "DR events enter m2g's feed this many seconds before they start (default: from the start "
+                         "of the run)")
+        ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
+    simulate->add_option("--actuation-delay", sim.opts.actuation_delay_s,
+                         "curtailment: seconds from a plan to its effect on the jobs (default 3)")
+        ->check(CLI::Range(0.0, 3600.0));
+    simulate->add_option("--cap-speed", sim.cap_speed,
+                         "curtailment: speed of a capped job, RATIO:SPEED points of draw under the cap over uncapped "
+                         "draw (default: the Perseus A100 measurements, doc/simulator.md)");
+    simulate->add_option("--checkpoint-interval", sim.opts.checkpoint_interval_s,
+                         "curtailment: a job checkpoints after every this many seconds of work; a requeue loses the "
+                         "rest (default 1800, 0: never)")
+        ->check(CLI::Range(0.0, 1e9));
+    simulate->add_option("--restart-overhead", sim.opts.restart_overhead_s,
+                         "curtailment: seconds of work a requeued job redoes when it starts again (default 300)")
+        ->check(CLI::Range(0.0, 1e9));
+    simulate->add_flag("--curtail-every-tick", sim.opts.curtail_every_tick,
+                       "curtailment: call the planner at every round, also on inputs unchanged since a plan that "
+                       "found nothing to do (same results, slower: for checking)");
+    simulate->add_flag("--no-baseline", sim.no_baseline,
+                       "curtailment: skip the second run with CurtailMode=off (no loss, slowdown or energy shifted)");
     simulate->add_option("--job-log", sim.job_log, "write one CSV line per job (start, end, nodes) to this file");
+    simulate->add_option("--power-log", sim.power_log,
+                         "write the site's GPU draw (kW) at every change, as CSV t,site_kw, to this file");
     simulate->add_flag("--json", sim.json, "one JSON object");
 
     auto* disc = app.add_subcommand(

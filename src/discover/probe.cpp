@@ -2,7 +2,6 @@
 // See probe.hpp for what comes from where.
 #include "discover/probe.hpp"
 
-#include <dlfcn.h>
 #include <endian.h>
 #include <hwloc.h>
 #include <infiniband/verbs.h>
@@ -20,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "discover/nvml.hpp"
 #include "m2g_config.h"
 #include "topology/error.hpp"
 #include "topology/hostlist.hpp"
@@ -453,80 +453,13 @@ SourceStatus probe_ibverbs(NodeFacts& f, const HwlocFacts& hw)
 
 // ---- NVML -------------------------------------------------------------------------
 //
-// The few NVML entry points m2g needs, declared from NVIDIA's public NVML API
-// reference (docs.nvidia.com/deploy/nvml-api), not from nvml.h: the library
-// is loaded with dlopen, so no NVIDIA SDK is needed to build m2g.
+// The entry points come from the shared loader (discover/nvml.hpp), declared
+// from NVIDIA's public NVML API reference, not from nvml.h.
 
-using NvmlReturn = int;  // nvmlReturn_t, a C enum
-constexpr NvmlReturn kNvmlSuccess = 0;
-constexpr NvmlReturn kNvmlErrorInvalidArgument = 2;
-constexpr NvmlReturn kNvmlErrorNotSupported = 3;
-using NvmlDevice = struct NvmlDeviceOpaque*;  // nvmlDevice_t
-constexpr unsigned kNvmlNvlinkMaxLinks = 18;  // NVML_NVLINK_MAX_LINKS
-constexpr unsigned kNvmlDeviceNameV2BufferSize = 96;
-constexpr unsigned kNvmlDeviceUuidV2BufferSize = 96;
-constexpr unsigned kNvmlSystemDriverVersionBufferSize = 80;
-constexpr int kNvmlFeatureEnabled = 1;  // nvmlEnableState_t NVML_FEATURE_ENABLED
-
-// nvmlPciInfo_t, as filled by nvmlDeviceGetPciInfo_v3.
-struct NvmlPciInfo {
-    char busIdLegacy[16];  // NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE
-    unsigned int domain;
-    unsigned int bus;
-    unsigned int device;
-    unsigned int pciDeviceId;
-    unsigned int pciSubSystemId;
-    char busId[32];  // NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE, "00000000:1B:00.0"
-};
-static_assert(sizeof(NvmlPciInfo) == 68, "nvmlPciInfo_t layout");
-
-// nvmlGpuFabricInfo_t (the unversioned struct of nvmlDeviceGetGpuFabricInfo).
-struct NvmlGpuFabricInfo {
-    unsigned char clusterUuid[16];  // NVML_GPU_FABRIC_UUID_LEN
-    NvmlReturn status;              // meaningful when state is COMPLETED
-    unsigned int cliqueId;
-    unsigned char state;            // nvmlGpuFabricState_t
-};
-static_assert(offsetof(NvmlGpuFabricInfo, status) == 16 && offsetof(NvmlGpuFabricInfo, cliqueId) == 20 &&
-                  offsetof(NvmlGpuFabricInfo, state) == 24,
-              "nvmlGpuFabricInfo_t layout");
-constexpr unsigned char kFabricNotSupported = 0, kFabricNotStarted = 1, kFabricInProgress = 2, kFabricCompleted = 3;
-
-struct Nvml {
-    NvmlReturn (*init)() = nullptr;                      // nvmlInit_v2
-    NvmlReturn (*shutdown)() = nullptr;                  // nvmlShutdown
-    const char* (*error_string)(NvmlReturn) = nullptr;   // nvmlErrorString
-    NvmlReturn (*driver_version)(char*, unsigned) = nullptr;
-    NvmlReturn (*count)(unsigned*) = nullptr;            // nvmlDeviceGetCount_v2
-    NvmlReturn (*handle)(unsigned, NvmlDevice*) = nullptr;  // nvmlDeviceGetHandleByIndex_v2
-    NvmlReturn (*name)(NvmlDevice, char*, unsigned) = nullptr;
-    NvmlReturn (*uuid)(NvmlDevice, char*, unsigned) = nullptr;
-    NvmlReturn (*pci)(NvmlDevice, NvmlPciInfo*) = nullptr;  // nvmlDeviceGetPciInfo_v3
-    // Optional: older drivers have no fabric call.
-    NvmlReturn (*fabric)(NvmlDevice, NvmlGpuFabricInfo*) = nullptr;  // nvmlDeviceGetGpuFabricInfo
-    NvmlReturn (*nvlink_state)(NvmlDevice, unsigned, int*) = nullptr;  // nvmlDeviceGetNvLinkState
-
-    std::string text(NvmlReturn r) const
-    {
-        const char* s = error_string ? error_string(r) : nullptr;
-        return (s && *s ? std::string(s) : std::string("NVML error")) + " (" + std::to_string(r) + ")";
-    }
-};
-
-struct DlCloser {
-    void operator()(void* h) const
-    {
-        if (h)
-            dlclose(h);
-    }
-};
-
-template <typename F>
-bool bind(void* lib, const char* symbol, F& fn)
-{
-    fn = reinterpret_cast<F>(dlsym(lib, symbol));
-    return fn != nullptr;
-}
+using nvml::kFabricCompleted;
+using nvml::kFabricInProgress;
+using nvml::kFabricNotStarted;
+using nvml::kFabricNotSupported;
 
 std::string uuid_text(const unsigned char u[16])
 {
@@ -547,30 +480,30 @@ const char* fabric_state_text(unsigned char s)
     return "unknown";
 }
 
-void probe_nvml_gpu(const Nvml& nv, NvmlDevice dev, GpuFacts& g)
+void probe_nvml_gpu(const Nvml& nv, nvml::Device dev, GpuFacts& g)
 {
-    char buf[kNvmlDeviceNameV2BufferSize] = {0};
-    if (nv.name(dev, buf, sizeof buf) == kNvmlSuccess)
+    char buf[nvml::kDeviceNameV2BufferSize] = {0};
+    if (nv.name(dev, buf, sizeof buf) == nvml::kSuccess)
         g.name = buf;
-    char ubuf[kNvmlDeviceUuidV2BufferSize] = {0};
-    if (nv.uuid(dev, ubuf, sizeof ubuf) == kNvmlSuccess)
+    char ubuf[nvml::kDeviceUuidV2BufferSize] = {0};
+    if (nv.uuid(dev, ubuf, sizeof ubuf) == nvml::kSuccess)
         g.uuid = ubuf;
 
     if (nv.fabric) {
-        NvmlGpuFabricInfo fi;
+        nvml::GpuFabricInfo fi;
         std::memset(&fi, 0, sizeof fi);
-        NvmlReturn r = nv.fabric(dev, &fi);
-        if (r == kNvmlSuccess) {
+        nvml::Return r = nv.fabric(dev, &fi);
+        if (r == nvml::kSuccess) {
             g.fabric_known = true;
             g.fabric_state = fabric_state_text(fi.state);
             if (fi.state == kFabricCompleted) {
-                g.fabric_status = fi.status == kNvmlSuccess ? "success" : nv.text(fi.status);
+                g.fabric_status = fi.status == nvml::kSuccess ? "success" : nv.text(fi.status);
                 bool zero = std::all_of(fi.clusterUuid, fi.clusterUuid + 16, [](unsigned char c) { return c == 0; });
                 if (!zero)
                     g.cluster_uuid = uuid_text(fi.clusterUuid);
                 g.clique_id = fi.cliqueId;
             }
-        } else if (r == kNvmlErrorNotSupported) {
+        } else if (r == nvml::kErrorNotSupported) {
             g.fabric_state = "not_supported";
         } else {
             g.fabric_status = nv.text(r);
@@ -580,14 +513,14 @@ void probe_nvml_gpu(const Nvml& nv, NvmlDevice dev, GpuFacts& g)
     if (nv.nvlink_state) {
         int answered = 0, active = 0;
         bool other_error = false;
-        for (unsigned link = 0; link < kNvmlNvlinkMaxLinks; ++link) {
+        for (unsigned link = 0; link < nvml::kNvlinkMaxLinks; ++link) {
             int state = 0;
-            NvmlReturn r = nv.nvlink_state(dev, link, &state);
-            if (r == kNvmlSuccess) {
+            nvml::Return r = nv.nvlink_state(dev, link, &state);
+            if (r == nvml::kSuccess) {
                 ++answered;
-                if (state == kNvmlFeatureEnabled)
+                if (state == nvml::kFeatureEnabled)
                     ++active;
-            } else if (r != kNvmlErrorNotSupported && r != kNvmlErrorInvalidArgument) {
+            } else if (r != nvml::kErrorNotSupported && r != nvml::kErrorInvalidArgument) {
                 other_error = true;
             }
         }
@@ -609,57 +542,27 @@ SourceStatus probe_nvml(const ProbeOptions& o, NodeFacts& f, std::vector<GpuFact
         const char* env = std::getenv(kEnvNvmlLibrary);
         path = env && *env ? env : kDefaultNvmlLibrary;
     }
-    dlerror();
-    std::unique_ptr<void, DlCloser> lib(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL));
-    if (!lib) {
-        const char* e = dlerror();
-        st.detail = "cannot load NVML: " + std::string(e ? e : path);
+    const Nvml nv(path, {Nvml::kInit, Nvml::kShutdown, Nvml::kErrorString, Nvml::kDriverVersion, Nvml::kCount,
+                         Nvml::kHandle, Nvml::kName, Nvml::kUuid, Nvml::kPciInfo});
+    if (!nv.ok()) {
+        st.detail = nv.error();
         return st;
     }
-    Nvml nv;
-    const char* missing = nullptr;
-    if (!bind(lib.get(), "nvmlInit_v2", nv.init))
-        missing = "nvmlInit_v2";
-    else if (!bind(lib.get(), "nvmlShutdown", nv.shutdown))
-        missing = "nvmlShutdown";
-    else if (!bind(lib.get(), "nvmlErrorString", nv.error_string))
-        missing = "nvmlErrorString";
-    else if (!bind(lib.get(), "nvmlSystemGetDriverVersion", nv.driver_version))
-        missing = "nvmlSystemGetDriverVersion";
-    else if (!bind(lib.get(), "nvmlDeviceGetCount_v2", nv.count))
-        missing = "nvmlDeviceGetCount_v2";
-    else if (!bind(lib.get(), "nvmlDeviceGetHandleByIndex_v2", nv.handle))
-        missing = "nvmlDeviceGetHandleByIndex_v2";
-    else if (!bind(lib.get(), "nvmlDeviceGetName", nv.name))
-        missing = "nvmlDeviceGetName";
-    else if (!bind(lib.get(), "nvmlDeviceGetUUID", nv.uuid))
-        missing = "nvmlDeviceGetUUID";
-    else if (!bind(lib.get(), "nvmlDeviceGetPciInfo_v3", nv.pci))
-        missing = "nvmlDeviceGetPciInfo_v3";
-    if (missing) {
-        st.detail = path + " has no " + missing + " (not NVML, or a driver older than m2g supports)";
-        return st;
-    }
-    bind(lib.get(), "nvmlDeviceGetGpuFabricInfo", nv.fabric);
-    bind(lib.get(), "nvmlDeviceGetNvLinkState", nv.nvlink_state);
-
-    NvmlReturn r = nv.init();
-    if (r != kNvmlSuccess) {
+    // Optional: older drivers have no fabric call (nv.fabric, nv.nvlink_state null).
+    const NvmlSession session(nv);
+    nvml::Return r = session.init_result();
+    if (r != nvml::kSuccess) {
         st.detail = "nvmlInit_v2: " + nv.text(r);
         return st;
     }
-    struct Shutdown {
-        const Nvml& lib;
-        ~Shutdown() { lib.shutdown(); }
-    } at_exit{nv};
 
-    char version[kNvmlSystemDriverVersionBufferSize] = {0};
-    if (nv.driver_version(version, sizeof version) == kNvmlSuccess)
+    char version[nvml::kSystemDriverVersionBufferSize] = {0};
+    if (nv.driver_version(version, sizeof version) == nvml::kSuccess)
         f.driver_version = version;
 
     unsigned count = 0;
     r = nv.count(&count);
-    if (r != kNvmlSuccess) {
+    if (r != nvml::kSuccess) {
         st.detail = "nvmlDeviceGetCount_v2: " + nv.text(r);
         return st;
     }
@@ -669,18 +572,18 @@ SourceStatus probe_nvml(const ProbeOptions& o, NodeFacts& f, std::vector<GpuFact
     }
     std::vector<std::string> failures;
     for (unsigned i = 0; i < count; ++i) {
-        NvmlDevice dev = nullptr;
+        nvml::Device dev = nullptr;
         r = nv.handle(i, &dev);
-        if (r != kNvmlSuccess) {
+        if (r != nvml::kSuccess) {
             failures.push_back("GPU " + std::to_string(i) + ": nvmlDeviceGetHandleByIndex_v2: " + nv.text(r));
             continue;
         }
         GpuFacts g;
         g.index = static_cast<int>(i);
-        NvmlPciInfo pci;
+        nvml::PciInfo pci;
         std::memset(&pci, 0, sizeof pci);
         r = nv.pci(dev, &pci);
-        if (r == kNvmlSuccess) {
+        if (r == nvml::kSuccess) {
             pci.busId[sizeof pci.busId - 1] = '\0';
             g.pci_bus_id = normalize_pci_bus_id(pci.busId);
         } else {

@@ -45,6 +45,7 @@
 #include "slurmapi/slurm_view.hpp"
 #include "topology/config.hpp"
 #include "topology/error.hpp"
+#include "topology/listen.hpp"
 #include "topology/signals.hpp"
 #include "topology/stats.hpp"
 #include "topology/status.hpp"
@@ -510,58 +511,6 @@ MHD_Result handle(void* cls, MHD_Connection* conn, const char* url, const char* 
     return respond(conn, MHD_HTTP_NOT_FOUND, kNotFound, "text/plain; charset=utf-8");
 }
 
-// HOST:PORT or [HOST]:PORT, HOST a numeric address or "localhost".
-struct Listen {
-    sockaddr_storage addr{};
-    bool ipv6 = false;
-    bool loopback = false;
-    std::string host;
-    int port = 0;
-};
-
-Listen parse_listen(const std::string& text)
-{
-    const std::string usage = "--listen " + text + ": expected HOST:PORT with a numeric address, e.g. " +
-                              kDefaultListen + ", [::1]:9842 or 0.0.0.0:9842 (all addresses)";
-    Listen l;
-    std::string port;
-    if (!text.empty() && text[0] == '[') {
-        const auto close = text.find("]:");
-        if (close == std::string::npos)
-            throw m2g::Error(usage);
-        l.host = text.substr(1, close - 1);
-        port = text.substr(close + 2);
-    } else {
-        const auto colon = text.rfind(':');
-        if (colon == std::string::npos || text.find(':') != colon)
-            throw m2g::Error(usage);
-        l.host = text.substr(0, colon);
-        port = text.substr(colon + 1);
-    }
-    if (l.host == "localhost")
-        l.host = "127.0.0.1";
-    char* end = nullptr;
-    const long p = std::strtol(port.c_str(), &end, 10);
-    if (port.empty() || *end || p < 0 || p > 65535)
-        throw m2g::Error(usage + " (the port is 0 to 65535; 0 picks a free one)");
-    l.port = static_cast<int>(p);
-    auto* v4 = reinterpret_cast<sockaddr_in*>(&l.addr);
-    auto* v6 = reinterpret_cast<sockaddr_in6*>(&l.addr);
-    if (inet_pton(AF_INET, l.host.c_str(), &v4->sin_addr) == 1) {
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons(static_cast<uint16_t>(l.port));
-        l.loopback = (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
-    } else if (inet_pton(AF_INET6, l.host.c_str(), &v6->sin6_addr) == 1) {
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons(static_cast<uint16_t>(l.port));
-        l.ipv6 = true;
-        l.loopback = IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
-    } else {
-        throw m2g::Error(usage);
-    }
-    return l;
-}
-
 std::string default_conf()
 {
     if (const char* sc = std::getenv("SLURM_CONF"); sc && *sc) {
@@ -605,7 +554,7 @@ int main(int argc, char** argv)
         return 0;
     }
     try {
-        const Listen where = parse_listen(listen);
+        const m2g::Listen where = m2g::parse_listen(listen, 9842);
         if (conf.empty())
             conf = default_conf();
         Refresher refresher(conf);

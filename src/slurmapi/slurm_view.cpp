@@ -227,6 +227,13 @@ void apply_annotation(JobView& v)
     const std::optional<AdmissionAnnotation> a = read_annotation(v.admin_comment).admission;
     v.intent.workload_class = a ? a->workload_class.value_or(WorkloadClass::Unset) : WorkloadClass::Unset;
     v.intent.power_w_per_gpu = a ? a->w_gpu : 0;
+    if (a && a->no_defer)
+        v.intent.defer = DeferConsent::No;
+    if (a)
+        if (const auto sig = parse_checkpoint_signal(a->checkpoint_signal)) {
+            v.warn_signal = sig->first;
+            v.warn_batch_only = sig->second;
+        }
 }
 
 int64_t limit_seconds(uint32_t minutes)
@@ -263,6 +270,7 @@ JobView job_view(const Model& m, const slurm_job_info_t& j)
         v.end_time = j.end_time;
     }
     v.time_limit_s = limit_seconds(j.time_limit);
+    v.suspended = (j.job_state & JOB_STATE_BASE) == JOB_SUSPENDED;
     apply_annotation(v);
     return v;
 }

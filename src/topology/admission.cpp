@@ -30,6 +30,10 @@ std::array<ClassPolicy, 8> AdmissionPolicy::default_classes()
     c[static_cast<int>(WorkloadClass::Benchmark)].deferrable = true;
     c[static_cast<int>(WorkloadClass::Dataproc)].deferrable = true;
     c[static_cast<int>(WorkloadClass::Agentic)].deferrable = false;
+    // Curtailment: work that may wait may also be suspended; the rest is
+    // left alone unless m2g.conf says otherwise.
+    for (ClassPolicy& cp : c)
+        cp.curtail = cp.deferrable ? CurtailLevel::Suspend : CurtailLevel::None;
     return c;
 }
 
@@ -67,6 +71,34 @@ const char* to_string(NoDeferAction a)
 const char* to_string(MaintenanceAction a)
 {
     return a == MaintenanceAction::Steer ? "steer" : "defer";
+}
+
+const char* to_string(CurtailLevel l)
+{
+    switch (l) {
+    case CurtailLevel::None:
+        return "none";
+    case CurtailLevel::Cap:
+        return "cap";
+    case CurtailLevel::Suspend:
+        return "suspend";
+    case CurtailLevel::Requeue:
+        return "requeue";
+    }
+    return "none";
+}
+
+const char* to_string(CurtailMode m)
+{
+    switch (m) {
+    case CurtailMode::Off:
+        return "off";
+    case CurtailMode::Monitor:
+        return "monitor";
+    case CurtailMode::Enforce:
+        return "enforce";
+    }
+    return "off";
 }
 
 const char* to_string(Verdict v)
@@ -769,12 +801,20 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
             blocked_by = WaitCause::Failsafe;
         }
         if (s) {
+            // Pre-event ramp: a job still running when an announced event
+            // starts is judged against that event's budget.
+            const int64_t run_end = r.time_limit_s > 0 ? r.now + r.time_limit_s : 0;
+            auto upcoming_note = [](const CurtailmentEvent* e) {
+                return e ? " (event " + e->id + " from " + format_utc(e->start) + ")" : std::string();
+            };
             const double node_kw = std::max(0, r.gpus_per_node) * power_w_per_gpu(p, r.intent) / 1000.0;
             const double job_kw = node_kw * std::max(0, r.nodes);
             auto started = [&](size_t d) { return d < started_kw.size() ? started_kw[d] : 0.0; };
             // Racks: as many of the job's nodes as the rack's headroom takes.
             for (size_t d = 0; d < m.domains.size(); ++d) {
-                const double budget = effective_budget_kw(m, s, EventScope::Rack, static_cast<int>(d), r.now);
+                const CurtailmentEvent* soon = nullptr;
+                const double budget =
+                    lowest_budget_kw(m, s, EventScope::Rack, static_cast<int>(d), r.now, run_end, &soon);
                 const double draw = d < s->racks.size() ? s->racks[d].draw_kw : -1;
                 if (budget < 0 || draw < 0)
                     continue;
@@ -794,7 +834,7 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
                 if (k) {
                     note(WaitCause::RackPower, "rack " + m.domains[d].name + " over budget: " +
                                                    kw1(std::max(0.0, head)) + " kW free, job needs " + kw1(node_kw) +
-                                                   " kW/node");
+                                                   " kW/node" + upcoming_note(soon));
                     racks_over.push_back(m.domains[d].name);
                 }
             }
@@ -803,7 +843,9 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
                 const FaultDomain& fd = m.fault_domains[f];
                 if (fd.type != "row")
                     continue;
-                const double budget = effective_budget_kw(m, s, EventScope::Row, static_cast<int>(f), r.now);
+                const CurtailmentEvent* soon = nullptr;
+                const double budget =
+                    lowest_budget_kw(m, s, EventScope::Row, static_cast<int>(f), r.now, run_end, &soon);
                 const double draw = f < s->rows.size() ? s->rows[f].draw_kw : -1;
                 if (budget < 0 || draw < 0)
                     continue;
@@ -823,19 +865,21 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
                     k += clear(n);
                 if (k) {
                     note(WaitCause::RowPower, "row " + fd.name + " over budget: " + kw1(std::max(0.0, head)) +
-                                                  " kW free, job needs " + kw1(job_kw) + " kW");
+                                                  " kW free, job needs " + kw1(job_kw) + " kW" + upcoming_note(soon));
                     rows_over.push_back(fd.name);
                 }
             }
             // The site: the job waits.
-            const double budget = effective_budget_kw(m, s, EventScope::Site, kNone, r.now);
+            const CurtailmentEvent* soon = nullptr;
+            const double budget = lowest_budget_kw(m, s, EventScope::Site, kNone, r.now, run_end, &soon);
             if (blocked.empty() && budget >= 0 && s->site.draw_kw >= 0) {
                 double all_started = 0;
                 for (size_t d = 0; d < m.domains.size(); ++d)
                     all_started += started(d);
                 const double head = budget - s->site.draw_kw - all_started;
                 if (head < job_kw) {
-                    blocked = "site power: " + kw1(std::max(0.0, head)) + " kW free of " + kw1(budget) + " kW";
+                    blocked = "site power: " + kw1(std::max(0.0, head)) + " kW free of " + kw1(budget) + " kW" +
+                              upcoming_note(soon);
                     blocked_by = WaitCause::SitePower;
                     for (const CurtailmentEvent* e : active_events(s, r.now))
                         if (e->scope == EventScope::Site) {

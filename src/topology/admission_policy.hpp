@@ -29,11 +29,30 @@ enum class NoDeferAction { Reject, Convert };
 // (Steer); or always defer it (Defer).
 enum class MaintenanceAction { Steer, Defer };
 
+// How far m2g may act on a running job of a class during curtailment
+// (Curtail=, curtail.hpp): each level includes the ones before it.
+enum class CurtailLevel {
+    None,     // never touched
+    Cap,      // GPU power caps
+    Suspend,  // caps, then suspension
+    Requeue,  // caps, then the job's --signal and a requeue
+};
+
+// Whether the curtailment controller acts (CurtailMode=).
+enum class CurtailMode {
+    Off,      // m2g-curtaild plans nothing
+    Monitor,  // it plans and records what it would do, and changes nothing
+    Enforce,  // it applies the plan
+};
+
 // Defaults of one workload class (ClassName= lines). Index: WorkloadClass
 // as an integer (Unset is the row for jobs without a class).
 struct ClassPolicy {
     bool deferrable = false;
     double power_w_per_gpu = 0;  // 0: DefaultPowerPerGpuW
+    CurtailLevel curtail = CurtailLevel::None;  // default: Suspend when deferrable
+    bool curtail_set = false;    // Curtail= given on the ClassName line (the opt-in for non-deferrable jobs)
+    double cap_floor_w = 0;      // 0: CapFloorW
 };
 
 struct AdmissionPolicy {
@@ -64,6 +83,15 @@ struct AdmissionPolicy {
     // Per WorkloadClass (Unset, Training, Finetune, Inference, Batch,
     // Benchmark, Dataproc, Agentic); filled with the built-in defaults.
     std::array<ClassPolicy, 8> classes = default_classes();
+    // Curtailment of running work (m2g.conf(5), CURTAILMENT).
+    CurtailMode curtail_mode = CurtailMode::Off;
+    double cap_floor_w = 200;           // CapFloorW=: the lowest per-GPU cap m2g sets
+    double idle_power_w_per_gpu = 90;   // IdlePowerPerGpuW=: what a suspended job's GPU still draws
+    double curtail_margin_pct = 5;      // CurtailMarginPct=: target = budget x (1 - pct/100)
+    int checkpoint_grace_sec = 120;     // CheckpointGraceSec=: from the job's --signal to its requeue
+    int curtail_interval_sec = 5;       // CurtailIntervalSec=: the controller's loop
+    std::string node_agent_url = "http://%a:6830";  // NodeAgentURL=: m2g-nodeagent, %n node name, %a address
+    std::string node_agent_token_file;  // NodeAgentTokenFile=: its bearer token, "" none
 
     static std::array<ClassPolicy, 8> default_classes();
 };
@@ -72,5 +100,7 @@ const char* to_string(FailSafe f);
 const char* to_string(AdmissionMode m);
 const char* to_string(NoDeferAction a);
 const char* to_string(MaintenanceAction a);
+const char* to_string(CurtailLevel l);
+const char* to_string(CurtailMode m);
 
 }  // namespace m2g

@@ -267,6 +267,7 @@ ReleaseAction AdmissionSession::reevaluate(const PendingJobFacts& job, int64_t n
     a.kind = now_waiting ? ReleaseAction::Kind::Defer : ReleaseAction::Kind::Release;
     a.begin_time = now_waiting ? begin : std::max(now, user_begin);
     AdmissionAnnotation next = admission_annotation(d, intent, ap, user_begin, false);
+    next.checkpoint_signal = held.checkpoint_signal;  // what the job asked at submission
     if (waiting && !now_waiting)
         next.released_at = now;
     a.admission = format(next);

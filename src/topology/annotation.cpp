@@ -22,7 +22,7 @@ namespace {
 
 struct Segment {
     std::string before, after;  // text outside the segment, trimmed
-    std::string placement, admission;
+    std::string placement, admission, curtail;
 };
 
 std::string trim(std::string_view s)
@@ -50,6 +50,7 @@ Segment split(std::string_view comment)
     seg.after = end < comment.size() ? trim(comment.substr(end + 1)) : "";
     const std::string_view inner = comment.substr(body, end - body);
     const std::string_view admit = kw::kAnnotationAdmit;
+    const std::string_view curtail = kw::kAnnotationCurtail;
     size_t pos = 0;
     while (pos <= inner.size()) {
         auto semi = inner.find(';', pos);
@@ -58,6 +59,8 @@ Segment split(std::string_view comment)
         const std::string piece = trim(inner.substr(pos, semi - pos));
         if (piece.rfind(admit, 0) == 0)
             seg.admission = piece.substr(admit.size());
+        else if (piece.rfind(curtail, 0) == 0)
+            seg.curtail = piece.substr(curtail.size());
         else if (!piece.empty())
             seg.placement += (seg.placement.empty() ? "" : ", ") + piece;
         pos = semi + 1;
@@ -99,6 +102,8 @@ constexpr std::string_view kMonitor = "monitor would ";
 constexpr std::string_view kClass = "class";
 constexpr std::string_view kClassNone = "none";  // class=none: WorkloadClass::Unset
 constexpr std::string_view kWGpu = "w_gpu";
+constexpr std::string_view kSignal = "signal";  // signal=[B:]N: the job's --signal, its checkpoint request
+constexpr std::string_view kDefer = "defer";  // defer=no: the owner's --m2g-defer=no, honoured
 constexpr std::string_view kUntil = "until";
 constexpr std::string_view kCause = "cause";
 constexpr std::string_view kAvoid = "avoid";
@@ -468,10 +473,10 @@ bool AdmissionAnnotation::waits() const
 
 bool AdmissionAnnotation::operator==(const AdmissionAnnotation& o) const
 {
-    return std::tie(released_at, monitor, verdict, workload_class, unknown_class, w_gpu, until, cause, reason,
-                    avoid_nodes, avoid_for, user_begin) ==
-           std::tie(o.released_at, o.monitor, o.verdict, o.workload_class, o.unknown_class, o.w_gpu, o.until, o.cause,
-                    o.reason, o.avoid_nodes, o.avoid_for, o.user_begin);
+    return std::tie(released_at, monitor, verdict, workload_class, unknown_class, w_gpu, no_defer, checkpoint_signal,
+                    until, cause, reason, avoid_nodes, avoid_for, user_begin) ==
+           std::tie(o.released_at, o.monitor, o.verdict, o.workload_class, o.unknown_class, o.w_gpu, o.no_defer,
+                    o.checkpoint_signal, o.until, o.cause, o.reason, o.avoid_nodes, o.avoid_for, o.user_begin);
 }
 
 std::string format(const AdmissionAnnotation& a)
@@ -484,6 +489,10 @@ std::string format(const AdmissionAnnotation& a)
         add(kClass, *a.workload_class == WorkloadClass::Unset ? std::string(kClassNone) : to_string(*a.workload_class));
     if (a.w_gpu > 0)
         add(kWGpu, std::to_string(a.w_gpu));
+    if (a.no_defer)
+        add(kDefer, "no");
+    if (!a.checkpoint_signal.empty())
+        add(kSignal, a.checkpoint_signal);
     if (a.until != 0)
         add(kUntil, format_utc(a.until));
     if (!a.cause.empty())
@@ -525,6 +534,8 @@ AdmissionAnnotation parse_admission(std::string_view text)
         from = 1;
     static const std::vector<Key> keys{{kClass, false, {}},
                                        {kWGpu, false, {}},
+                                       {kDefer, false, {}},
+                                       {kSignal, false, {}},
                                        {kUntil, false, {}},
                                        {kCause, false, {}},
                                        {kReason, true, {kAvoid, kUserBegin}},
@@ -541,6 +552,10 @@ AdmissionAnnotation parse_admission(std::string_view text)
     }
     const std::optional<double> w = number(value(f, kWGpu));
     a.w_gpu = w ? whole_watts(*w) : 0;
+    a.no_defer = value(f, kDefer) == "no";
+    a.checkpoint_signal = value(f, kSignal);
+    if (!parse_checkpoint_signal(a.checkpoint_signal))
+        a.checkpoint_signal.clear();
     a.until = time_or_zero(value(f, kUntil));
     a.cause = value(f, kCause);
     a.reason = value(f, kReason);
@@ -552,6 +567,21 @@ AdmissionAnnotation parse_admission(std::string_view text)
     return a;
 }
 
+std::optional<std::pair<int, bool>> parse_checkpoint_signal(std::string_view text)
+{
+    bool batch = false;
+    if (text.rfind("B:", 0) == 0) {
+        batch = true;
+        text.remove_prefix(2);
+    }
+    if (text.empty() || text.size() > 2 || text.find_first_not_of("0123456789") != std::string_view::npos)
+        return std::nullopt;
+    const int n = std::stoi(std::string(text));
+    if (n < 1 || n > 64)
+        return std::nullopt;
+    return std::make_pair(n, batch);
+}
+
 AdmissionAnnotation admission_annotation(const Decision& d, const JobIntent& intent, const AdmissionPolicy& ap,
                                          int64_t user_begin, bool monitor)
 {
@@ -560,6 +590,9 @@ AdmissionAnnotation admission_annotation(const Decision& d, const JobIntent& int
     a.verdict = d.verdict;
     a.workload_class = intent.workload_class;
     a.w_gpu = whole_watts(power_w_per_gpu(ap, intent));
+    // Readers outside slurmctld (m2g-curtaild) cannot see the job's
+    // options: say when the owner's refusal to wait was honoured.
+    a.no_defer = !d.deferrable && intent.defer == DeferConsent::No;
     if (d.verdict == Verdict::Defer || d.verdict == Verdict::Pace) {
         a.until = d.begin_time;
         a.cause = d.cause;
@@ -620,10 +653,14 @@ std::string set_annotation(std::string_view comment, AnnotationPart part, std::s
     if (foreign_structured(comment))
         return std::string(comment);
     Segment seg = split(comment);
-    (part == AnnotationPart::Placement ? seg.placement : seg.admission) = clean(text);
+    (part == AnnotationPart::Placement   ? seg.placement
+     : part == AnnotationPart::Admission ? seg.admission
+                                         : seg.curtail) = clean(text);
     std::string inner = seg.placement;
     if (!seg.admission.empty())
         inner += (inner.empty() ? "" : "; ") + std::string(kw::kAnnotationAdmit) + seg.admission;
+    if (!seg.curtail.empty())
+        inner += (inner.empty() ? "" : "; ") + std::string(kw::kAnnotationCurtail) + seg.curtail;
     std::string out = seg.before;
     if (!inner.empty())
         out += (out.empty() ? "" : " ") + std::string(kw::kAnnotationOpen) + inner + "]";
@@ -635,7 +672,9 @@ std::string set_annotation(std::string_view comment, AnnotationPart part, std::s
 std::string get_annotation(std::string_view comment, AnnotationPart part)
 {
     const Segment seg = split(comment);
-    return part == AnnotationPart::Placement ? seg.placement : seg.admission;
+    return part == AnnotationPart::Placement ? seg.placement
+           : part == AnnotationPart::Admission ? seg.admission
+                                               : seg.curtail;
 }
 
 }  // namespace m2g

@@ -1,11 +1,13 @@
 // m2g core: the "m2g:[...]" segment m2g keeps in a job's AdminComment.
 //
-//   m2g:[<placement>; admission=<admission>]
+//   m2g:[<placement>; admission=<admission>; curtail=<curtail>]
 //
 // select/m2g writes the placement part (where the job went and why, or what
 // it waits for); job_submit/m2g writes the admission part, which starts
-// with "admission=". Each writer replaces only its own part, and any text other
-// tools keep in AdminComment outside the segment is left as it is.
+// with "admission="; m2g-curtaild writes the curtail part, which starts with
+// "curtail=" (what it last did to the running job during a power event).
+// Each writer replaces only its own part, and any text other tools keep in
+// AdminComment outside the segment is left as it is.
 //
 // Both parts are key=value words that sacct users read as they are, so
 // they stay plain text; PlacementAnnotation and AdmissionAnnotation are
@@ -19,7 +21,7 @@
 //              [ signals=<notes>]
 //     Stock    policy=<p> <notes>          (locality any: cons_tres placed it, the gate left notes)
 //   admission:
-//     [released at <RFC 3339>: ][monitor would ]<admit|defer|pace|reject>[ class=<c>][ w_gpu=<W>]
+//     [released at <RFC 3339>: ][monitor would ]<admit|defer|pace|reject>[ class=<c>][ w_gpu=<W>][ defer=no][ signal=[B:]<n>]
 //     [ until=<RFC 3339>][ cause=<c>][ reason=<why>][ avoid=<n> nodes (<for>)][ user_begin=<epoch s>]
 //
 // A waiting part's wait=, need= and over= are its typed cause (WaitCause,
@@ -46,6 +48,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "topology/admission.hpp"
@@ -99,6 +102,8 @@ struct AdmissionAnnotation {
     std::optional<WorkloadClass> workload_class;
     std::string unknown_class;
     int w_gpu = 0;                   // w_gpu=: whole watts per GPU admission assumed; 0 unknown
+    bool no_defer = false;           // defer=no: the owner's --m2g-defer=no was honoured (not deferrable)
+    std::string checkpoint_signal;   // signal=[B:]N: the job's --signal (m2g-curtaild's checkpoint request), "" none
     int64_t until = 0;               // until= (epoch s): Defer/Pace eligible from; 0 none
     std::string cause;               // event id, "maintenance:<id>", "power:site", "failsafe"; "" none
     std::string reason;              // reason= ("" none)
@@ -111,6 +116,9 @@ struct AdmissionAnnotation {
     bool waits() const;
     bool operator==(const AdmissionAnnotation& o) const;
 };
+
+// signal=: "[B:]N" (1 <= N <= 64) to (N, batch shell only); nullopt otherwise.
+std::optional<std::pair<int, bool>> parse_checkpoint_signal(std::string_view text);
 
 // The admission part's text, without the "admission=" the segment adds.
 std::string format(const AdmissionAnnotation& a);
@@ -147,7 +155,9 @@ std::string write_annotation(std::string_view comment, const AdmissionAnnotation
 
 // ---- the parts as text ----------------------------------------------------------------
 
-enum class AnnotationPart { Placement, Admission };
+// Curtail: what m2g-curtaild last did to the running job (curtail.hpp's
+// curtail_annotation(): "cap w_gpu=300 cause=dr-1 scope=site at=<t>").
+enum class AnnotationPart { Placement, Admission, Curtail };
 
 // Whether another tool keeps AdminComment as structured data (it starts
 // with '{' or '['): slurm-bridge writes {"pods":[...]} there and parses it

@@ -65,9 +65,11 @@ const std::vector<const char*> kGlobalKeys{
     kw::kPaceIntervalSec,    kw::kPaceGpusPerInterval, kw::kDeferExemptAccounts, kw::kDeferExemptGroups,
     kw::kNoDeferAction,      kw::kMaintenanceAction,   kw::kReleaseCheckSec,    kw::kEnergyPricePerKWh,
     kw::kEnergyCurrency,     kw::kStatsDir,            kw::kBridgeIntentsFile,  kw::kPrivilegedAccounts,
-    kw::kPrivilegedGroups,   kw::kPrivilegedTags,      kw::kPrivilegedClasses};
+    kw::kPrivilegedGroups,   kw::kPrivilegedTags,      kw::kPrivilegedClasses,  kw::kCurtailMode,
+    kw::kCapFloorW,          kw::kIdlePowerPerGpuW,    kw::kCurtailMarginPct,   kw::kCheckpointGraceSec,
+    kw::kCurtailIntervalSec, kw::kNodeAgentURL,       kw::kNodeAgentTokenFile};
 const LineKind kPartitionLine{kw::kPartitionName, {kw::kDefaultTopology, kw::kPreferWaitSec, kw::kSparePerDomain}};
-const LineKind kClassLine{kw::kClassName, {kw::kDeferrable, kw::kPowerPerGpuW}};
+const LineKind kClassLine{kw::kClassName, {kw::kDeferrable, kw::kPowerPerGpuW, kw::kCurtail, kw::kCapFloorW}};
 const std::vector<const char*> kLineHeads{kw::kNodeName, kw::kDomainName, kw::kSwitchName, kw::kFaultDomain,
                                           kw::kPartitionName, kw::kClassName};
 
@@ -170,6 +172,19 @@ std::vector<std::string> parse_name_list(const SourceLoc& loc, const char* key, 
     return out;
 }
 
+// NodeAgentURL=: http:// or https://, with %n (node name) or %a (its
+// address) so that each node gets its own agent.
+std::string parse_agent_url(const SourceLoc& loc, const char* key, const std::string& value)
+{
+    const bool scheme = value.rfind("http://", 0) == 0 || value.rfind("https://", 0) == 0;
+    if (!scheme || (value.find("%n") == std::string::npos && value.find("%a") == std::string::npos) ||
+        value.find_first_of(" \t") != std::string::npos)
+        throw ParseError(loc.str() + ": " + key + "=" + value +
+                         " is not valid; expected an http:// or https:// URL naming the node with %n (its name) or "
+                         "%a (its NodeAddr), e.g. http://%a:6830");
+    return value;
+}
+
 // One admission key (see m2g.conf(5), ADMISSION AND SIGNALS); `key` is
 // the canonical spelling of a global key that is none of the others.
 void set_admission_key(AdmissionPolicy& a, const SourceLoc& loc, const std::string& key, const std::string& value)
@@ -191,8 +206,11 @@ void set_admission_key(AdmissionPolicy& a, const SourceLoc& loc, const std::stri
         a.failsafe = static_cast<FailSafe>(parse_choice(loc, k, value, {"last", "open", "defer"}));
     else if (key == kw::kAdmission)
         a.mode = static_cast<AdmissionMode>(parse_choice(loc, k, value, {"enforce", "monitor", "off"}));
-    else if (key == kw::kDefaultDeferrable)
-        a.classes[static_cast<int>(WorkloadClass::Unset)].deferrable = parse_yes_no(loc, k, value);
+    else if (key == kw::kDefaultDeferrable) {
+        ClassPolicy& unset = a.classes[static_cast<int>(WorkloadClass::Unset)];
+        unset.deferrable = parse_yes_no(loc, k, value);
+        unset.curtail = unset.deferrable ? CurtailLevel::Suspend : CurtailLevel::None;
+    }
     else if (key == kw::kDefaultPowerPerGpuW)
         a.default_power_w_per_gpu = parse_watts(loc, k, value, "the built-in class defaults");
     else if (key == kw::kPowerRetrySec)
@@ -225,6 +243,22 @@ void set_admission_key(AdmissionPolicy& a, const SourceLoc& loc, const std::stri
         a.no_defer_action = static_cast<NoDeferAction>(parse_choice(loc, k, value, {"reject", "convert"}));
     else if (key == kw::kMaintenanceAction)
         a.maintenance_action = static_cast<MaintenanceAction>(parse_choice(loc, k, value, {"steer", "defer"}));
+    else if (key == kw::kCurtailMode)
+        a.curtail_mode = static_cast<CurtailMode>(parse_choice(loc, k, value, {"off", "monitor", "enforce"}));
+    else if (key == kw::kCapFloorW)
+        a.cap_floor_w = parse_watts(loc, k, value, "no floor but the GPU's own minimum limit");
+    else if (key == kw::kIdlePowerPerGpuW)
+        a.idle_power_w_per_gpu = parse_watts(loc, k, value, "suspended GPUs draw nothing");
+    else if (key == kw::kCurtailMarginPct)
+        a.curtail_margin_pct = parse_integer(loc, k, value, 0, 50);
+    else if (key == kw::kCheckpointGraceSec)
+        a.checkpoint_grace_sec = parse_integer(loc, k, value, 0, 86400);
+    else if (key == kw::kCurtailIntervalSec)
+        a.curtail_interval_sec = parse_integer(loc, k, value, 1, 3600);
+    else if (key == kw::kNodeAgentURL)
+        a.node_agent_url = parse_agent_url(loc, k, value);
+    else if (key == kw::kNodeAgentTokenFile)
+        a.node_agent_token_file = absolute_path(loc, k, value);
     else  // kw::kReleaseCheckSec
         a.release_check_sec = parse_integer(loc, k, value, 1, 3600);
 }
@@ -344,6 +378,16 @@ ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
             if (f.has(kw::kPowerPerGpuW))
                 cp.power_w_per_gpu = parse_watts(line.loc, kw::kPowerPerGpuW, f.str(kw::kPowerPerGpuW),
                                                  "DefaultPowerPerGpuW, else the built-in class default");
+            if (f.has(kw::kCurtail)) {
+                cp.curtail = static_cast<CurtailLevel>(
+                    parse_choice(line.loc, kw::kCurtail, f.str(kw::kCurtail), {"none", "cap", "suspend", "requeue"}));
+                cp.curtail_set = true;
+            } else if (f.has(kw::kDeferrable)) {
+                // The default follows the class's Deferrable= as m2g.conf sets it.
+                cp.curtail = cp.deferrable ? CurtailLevel::Suspend : CurtailLevel::None;
+            }
+            if (f.has(kw::kCapFloorW))
+                cp.cap_floor_w = parse_watts(line.loc, kw::kCapFloorW, f.str(kw::kCapFloorW), "the global CapFloorW");
         } else if (head == lower(kw::kFaultDomain)) {
             Fields f(line, kFaultLine);
             FaultDomainSpec fd;

@@ -859,6 +859,29 @@ double effective_budget_kw(const Model& m, const Signals* s, EventScope scope, i
     return std::max(0.0, left);
 }
 
+double lowest_budget_kw(const Model& m, const Signals* s, EventScope scope, int index, int64_t from, int64_t to,
+                        const CurtailmentEvent** upcoming)
+{
+    if (upcoming)
+        *upcoming = nullptr;
+    double low = effective_budget_kw(m, s, scope, index, from);
+    if (low < 0 || !s)
+        return low;
+    for (const auto& e : s->events) {
+        if (e.scope != scope || (scope != EventScope::Site && e.scope_index != index))
+            continue;
+        if (e.start <= from || (to > 0 && e.start >= to))
+            continue;
+        const double b = effective_budget_kw(m, s, scope, index, e.start);
+        if (b >= 0 && b < low) {
+            low = b;
+            if (upcoming)
+                *upcoming = &e;
+        }
+    }
+    return low;
+}
+
 std::vector<const CurtailmentEvent*> active_events(const Signals* s, int64_t now)
 {
     std::vector<const CurtailmentEvent*> out;

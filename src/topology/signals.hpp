@@ -204,6 +204,15 @@ SignalsView read_feed_status(const std::string& status_path, const Model& m, int
 // (no limit). `index` is a domain (Rack) or fault domain (Row) index.
 double effective_budget_kw(const Model& m, const Signals* s, EventScope scope, int index, int64_t now);
 
+// The lowest effective budget of a scope over [from, to) (`to` <= 0:
+// unbounded): at `from` and at the start of every later event on that scope
+// inside the span. A job that would still run when an announced event
+// starts is judged against the event's budget (the pre-event ramp). When
+// the lowest is an upcoming event's, `upcoming` (if given) points at it,
+// else it is set to null. -1 when no budget is known.
+double lowest_budget_kw(const Model& m, const Signals* s, EventScope scope, int index, int64_t from, int64_t to,
+                        const CurtailmentEvent** upcoming = nullptr);
+
 // Active events at `now` (any scope), in feed order.
 std::vector<const CurtailmentEvent*> active_events(const Signals* s, int64_t now);
 

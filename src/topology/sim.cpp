@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <limits>
 #include <list>
 #include <map>
@@ -18,6 +19,7 @@
 #include "topology/admission_session.hpp"
 #include "topology/annotation.hpp"
 #include "topology/config.hpp"
+#include "topology/curtail.hpp"
 #include "topology/error.hpp"
 #include "topology/hostlist.hpp"
 #include "topology/signals.hpp"
@@ -56,6 +58,14 @@ std::string num(double v)
 {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+
+// Times on the trace clock (10^7 s and more): to the millisecond.
+std::string num_t(double v)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.15g", std::round(v * 1000) / 1000);
     return buf;
 }
 
@@ -303,7 +313,8 @@ SimStats stats_of(const std::string& name, const std::vector<const SimJobResult*
     return s;
 }
 
-enum EventKind { kEnd = 0, kSignal = 1, kSubmit = 2, kRelease = 3, kWake = 4 };  // at equal times: ends first
+// At equal times: ends first. kActuate and kTick only with curtailment.
+enum EventKind { kEnd = 0, kSignal = 1, kSubmit = 2, kRelease = 3, kWake = 4, kActuate = 5, kTick = 6 };
 
 struct Event {
     double t;
@@ -424,6 +435,63 @@ PowerCdf read_power_cdf(const std::string& path, const std::string& cluster)
     return parse_power_cdf(read_text_file(path), path, cluster);
 }
 
+// Perseus artifact (github.com/ml-energy/zeus, sosp24_data/zeus/csv/A100/
+// zeus_global.csv): per power limit 300, 275, 250, 225, 200, 175 W, the
+// mean over its five jobs of (average draw / draw at 300 W, iteration time
+// at 300 W / iteration time). doc/simulator.md has the per-job numbers.
+const std::vector<std::pair<double, double>> kCapSpeedDefault = {
+    {0.602, 0.577}, {0.683, 0.709}, {0.766, 0.832}, {0.847, 0.923}, {0.924, 0.970}, {1.0, 1.0}};
+
+double cap_speed(const std::vector<std::pair<double, double>>& curve, double x)
+{
+    const auto& c = curve.empty() ? kCapSpeedDefault : curve;
+    if (!(x > 0))
+        return 0;
+    if (x >= 1 || c.empty())
+        return 1;
+    if (x <= c.front().first)
+        return std::min(1.0, c.front().second * x / c.front().first);
+    for (size_t i = 1; i < c.size(); ++i)
+        if (x <= c[i].first) {
+            const auto& [x0, s0] = c[i - 1];
+            const auto& [x1, s1] = c[i];
+            return std::min(1.0, x1 > x0 ? s0 + (s1 - s0) * (x - x0) / (x1 - x0) : s1);
+        }
+    // Past the last point (below 1): towards speed 1 at ratio 1.
+    const auto& [xl, sl] = c.back();
+    return std::min(1.0, sl + (1.0 - sl) * (x - xl) / (1.0 - xl));
+}
+
+std::vector<std::pair<double, double>> parse_cap_speed(std::string_view text)
+{
+    const std::string what = "--cap-speed '" + std::string(text) +
+                             "': expected RATIO:SPEED points separated by commas, e.g. 0.6:0.58,0.8:0.9, with "
+                             "0 < RATIO <= 1 ascending and 0 < SPEED <= 1 not decreasing";
+    std::vector<std::pair<double, double>> out;
+    size_t a = 0;
+    while (a <= text.size()) {
+        size_t b = text.find(',', a);
+        if (b == std::string_view::npos)
+            b = text.size();
+        const std::string item(text.substr(a, b - a));
+        const size_t colon = item.find(':');
+        if (colon == std::string::npos)
+            throw ParseError(what);
+        char* e1 = nullptr;
+        char* e2 = nullptr;
+        const std::string xs = item.substr(0, colon), ys = item.substr(colon + 1);
+        const double x = std::strtod(xs.c_str(), &e1), y = std::strtod(ys.c_str(), &e2);
+        if (xs.empty() || ys.empty() || *e1 || *e2 || !(x > 0 && x <= 1) || !(y > 0 && y <= 1) ||
+            (!out.empty() && (x <= out.back().first || y < out.back().second)))
+            throw ParseError(what);
+        out.emplace_back(x, y);
+        a = b + 1;
+    }
+    if (out.empty())
+        throw ParseError(what);
+    return out;
+}
+
 SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
 {
     const auto wall0 = std::chrono::steady_clock::now();
@@ -437,6 +505,29 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         throw Error("the topology has no nodes");
     JobIntent intent;
     apply_option(intent, kw::kOptClass, opts.workload_class, 0);  // throws ParseError naming the classes
+    // The classes jobs may carry: [0] the default, then one per share.
+    std::vector<JobIntent> class_intent{intent};
+    double share_sum = 0;
+    for (const auto& [cls, pct] : opts.class_shares) {
+        JobIntent ci;
+        apply_option(ci, kw::kOptClass, cls, 0);
+        if (!(pct > 0 && pct <= 100))
+            throw Error("--class-share " + cls + "=" + num(pct) + ": expected a percent of jobs above 0, at most 100");
+        share_sum += pct;
+        class_intent.push_back(ci);
+    }
+    if (share_sum > 100 + 1e-9)
+        throw Error("--class-share: the shares add up to " + num(share_sum) + "% of jobs, more than 100");
+    if (opts.actuation_delay_s < 0 || !std::isfinite(opts.actuation_delay_s))
+        throw Error("--actuation-delay: expected seconds, 0 or more");
+    if (opts.checkpoint_interval_s < 0 || !std::isfinite(opts.checkpoint_interval_s))
+        throw Error("--checkpoint-interval: expected seconds, 0 (never) or more");
+    if (opts.restart_overhead_s < 0 || !std::isfinite(opts.restart_overhead_s))
+        throw Error("--restart-overhead: expected seconds, 0 or more");
+    if (opts.response_target_s < 0 || !std::isfinite(opts.response_target_s))
+        throw Error("response target: expected seconds, 0 or more");
+    if (opts.event_notice_s < -1)
+        throw Error("--event-notice: expected seconds, 0 or more (-1: the whole run)");
 
     SimResult r;
     r.policy = to_string(opts.policy);
@@ -544,14 +635,36 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             i = k;
         }
     }
+    // Each job's class: FNV-1a 64 of its id, mod 10000, against the shares.
+    std::vector<int> cls_of(jobs.size(), 0);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        if (!opts.class_shares.empty()) {
+            uint64_t h = 14695981039346656037ULL;
+            for (unsigned char c : jobs[i].id) {
+                h ^= c;
+                h *= 1099511628211ULL;
+            }
+            const double u = static_cast<double>(h % 10000) / 100.0;
+            double acc = 0;
+            for (size_t k = 0; k < opts.class_shares.size(); ++k) {
+                acc += opts.class_shares[k].second;
+                if (u < acc) {
+                    cls_of[i] = static_cast<int>(k) + 1;
+                    break;
+                }
+            }
+        }
+        jobs[i].workload_class = cls_of[i] ? opts.class_shares[cls_of[i] - 1].first : opts.workload_class;
+        jobs[i].deferrable = is_deferrable(m.admission, class_intent[cls_of[i]]);
+    }
     {
         // Power per GPU: drawn in submit order from its own stream, so the
         // same seed gives every policy the same draws.
         std::mt19937_64 prng(opts.seed ^ 0x6d32672d706f7772ULL);
         std::uniform_real_distribution<double> u(0.0, 1.0);
-        const double estimate = power_w_per_gpu(m.admission, intent);
-        for (SimJobResult& j : jobs)
-            j.w_gpu = opts.power ? opts.power->sample(u(prng)) : estimate;
+        for (size_t i = 0; i < jobs.size(); ++i)
+            jobs[i].w_gpu = opts.power ? opts.power->sample(u(prng))
+                                       : power_w_per_gpu(m.admission, class_intent[cls_of[i]]);
     }
     std::vector<double> duration(jobs.size());
     for (size_t i = 0; i < jobs.size(); ++i)
@@ -637,13 +750,16 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
     // m2g: job j as select/m2g sees it (JobFacts): the class every job
     // carries, whole nodes, its run time as its limit, eligible since it
     // was admitted or released.
-    std::vector<std::string> env;
-    for (const auto& [k, v] : encode_intent(intent))
-        env.push_back(k + "=" + v);
+    std::vector<std::vector<std::string>> class_env;
+    for (const JobIntent& ci : class_intent) {
+        class_env.emplace_back();
+        for (const auto& [k, v] : encode_intent(ci))
+            class_env.back().push_back(k + "=" + v);
+    }
     auto facts_of = [&](int j) {
         JobFacts f;
         f.job_id = static_cast<uint32_t>(j);
-        f.spank_env = env;
+        f.spank_env = class_env[cls_of[j]];
         f.nodes = jobs[j].nodes;
         f.min_nodes = jobs[j].nodes;
         f.gpus_per_node = jobs[j].gpus_per_node;
@@ -673,11 +789,11 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
 
     // Can a job ever start? (On an empty healthy cluster; for m2g,
     // select/m2g's test-only question with the prefer wait over.)
-    std::map<std::pair<int, int>, bool> ever_fits;
+    std::map<std::tuple<int, int, int>, bool> ever_fits;
     std::vector<uint8_t> scratch;
     auto fits_empty = [&](int index, double now) {
         const SimJobResult& j = jobs[index];
-        const std::pair<int, int> key{j.nodes, j.gpus_per_node};
+        const std::tuple<int, int, int> key{j.nodes, j.gpus_per_node, cls_of[index]};
         auto it = ever_fits.find(key);
         if (it != ever_fits.end())
             return it->second;
@@ -706,11 +822,39 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
     // (job_started) until a later snapshot.
     std::vector<int> recent;
     std::vector<double> reported_kw;  // per node
+    std::vector<double> last_start(jobs.size(), -1);  // of its current run
+    // The timeline as m2g's feed shows it at `now`: with event_notice_s,
+    // each event only from its announcement (event_notice_s before it
+    // starts). Budgets are measured against the whole timeline.
+    const Signals no_signals{};
+    Signals shown;
+    std::vector<uint8_t> shown_mask;
+    bool shown_valid = false;
+    auto timeline_at = [&](double now) -> const Signals& {
+        if (!tl)
+            return no_signals;
+        if (opts.event_notice_s < 0)
+            return *tl;
+        const int64_t e = epoch(now);
+        std::vector<uint8_t> mask(tl->events.size());
+        for (size_t i = 0; i < tl->events.size(); ++i)
+            mask[i] = e >= tl->events[i].start - opts.event_notice_s;
+        if (!shown_valid || mask != shown_mask) {
+            shown = *tl;
+            shown.events.clear();
+            for (size_t i = 0; i < tl->events.size(); ++i)
+                if (mask[i])
+                    shown.events.push_back(tl->events[i]);
+            shown_mask = std::move(mask);
+            shown_valid = true;
+        }
+        return shown;
+    };
     auto view_at = [&](double now) {
         // The feed as the plugins would see it now: the timeline's budgets,
         // events, maintenance and health, and the draw the BMS would report.
         const int64_t e = epoch(now);
-        snap = std::make_shared<Signals>(tl ? *tl : Signals{});
+        snap = std::make_shared<Signals>(timeline_at(now));
         snap->generated_at = e;
         reported_kw = node_kw;
         snap->site.draw_kw = site_kw;
@@ -718,7 +862,7 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         for (size_t d = 0; d < m.domains.size(); ++d)
             snap->racks[d].draw_kw = domain_kw[d];
         recent.erase(std::remove_if(recent.begin(), recent.end(),
-                                    [&](int j) { return epoch(jobs[j].start) < e || jobs[j].end <= now; }),
+                                    [&](int j) { return epoch(last_start[j]) < e || jobs[j].end <= now; }),
                      recent.end());
         for (int j : recent) {
             const double kw_node = jobs[j].w_gpu * jobs[j].gpus_per_node / 1000.0;
@@ -757,6 +901,13 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             er.scope = e.scope_name;
             er.start = sim_time(e.start);
             er.end = sim_time(e.end);
+            er.announced = first_submit;
+            if (opts.event_notice_s >= 0) {
+                // Its announcement changes the feed: an edge of its own.
+                er.announced = std::max(first_submit, sim_time(e.start - opts.event_notice_s));
+                if (er.announced < er.start)
+                    events.push({er.announced, kSignal, -1});
+            }
             r.events.push_back(er);
             events.push({er.start, kSignal, -1});
             events.push({er.end, kSignal, -1});
@@ -778,7 +929,7 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
     double last_t = first_submit, last_end = first_submit;
     int stranded_now = 0, busy_nodes = 0;
     bool any_over = false;
-    std::set<std::tuple<int, int, bool>> failed;  // (nodes, GPUs per node, fallback) that did not fit in this pass
+    std::set<std::tuple<int, int, bool, int>> failed;  // (nodes, GPUs per node, fallback, class) that did not fit in this pass
 
     auto adjust_node = [&](int n, int delta_gpus) {
         if (node_ok[n])
@@ -801,6 +952,81 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         }
         site_kw += kw_node * static_cast<double>(job.placed.size());
     };
+    // Curtailment state (m2g with CurtailMode=monitor or enforce): each
+    // live job's CurtailJob (what the controller knows of it), its work
+    // left (seconds at full speed) as of rate_t, its speed and per-GPU
+    // draw now; checkpointed work; energy drawn (W s).
+    const AdmissionPolicy& ap = m.admission;
+    const bool curtail = select != nullptr && ap.curtail_mode != CurtailMode::Off;
+    const bool enforce = curtail && ap.curtail_mode == CurtailMode::Enforce;
+    r.curtail_mode = curtail ? to_string(ap.curtail_mode) : "off";
+    r.actuation_delay_s = curtail ? opts.actuation_delay_s : 0;
+    const size_t nj = curtail ? jobs.size() : 0;
+    std::vector<CurtailJob> cj(nj);
+    std::vector<double> work_left(nj), rate_t(nj), speed(nj), w_now(nj), saved(nj, 0), energy_ws(nj, 0);
+    std::vector<double> attempt_work(duration.begin(), duration.begin() + static_cast<long>(nj)),
+        attempt_overhead(nj, 0);
+    std::vector<uint8_t> in_running(nj, 0);
+    std::vector<int> live, live_pos(nj, -1);  // jobs holding GPUs (running or suspended)
+    CurtailState cstate;
+    std::deque<std::pair<double, CurtailAction>> pending;  // planned, in effect from .first
+    std::vector<int> requeued;  // requeued in this event round, submitted again after the feed is rebuilt
+    bool tick_pending = false;
+    // What the planner sees changes only with a start, an end, an action
+    // taking effect or a timeline edge: `inputs` counts them. A plan on
+    // unchanged inputs that found nothing to do, with no job curtailed
+    // (nothing to restore, no requeue grace running), would find nothing
+    // again, and is skipped (opts.curtail_every_tick: never skipped).
+    uint64_t inputs = 1, planned_inputs = 0;
+    auto book_w = [&](const SimJobResult& job, double dw) {  // per-GPU draw change of a running job
+        const double kw_node = dw * job.gpus_per_node / 1000.0;
+        for (int n : job.placed) {
+            node_kw[n] += kw_node;
+            if (m.nodes[n].domain != kNone)
+                domain_kw[m.nodes[n].domain] += kw_node;
+        }
+        site_kw += kw_node * static_cast<double>(job.placed.size());
+    };
+    // Work, energy and time capped or suspended up to `t` at the rate in force.
+    auto advance = [&](int j, double t) {
+        const double dt = t - rate_t[j];
+        if (dt > 0) {
+            work_left[j] = std::max(0.0, work_left[j] - speed[j] * dt);
+            energy_ws[j] += w_now[j] * jobs[j].gpus * dt;
+            if (cj[j].suspended)
+                jobs[j].suspended_s += dt;
+            else if (w_now[j] < jobs[j].w_gpu)
+                jobs[j].capped_s += dt;
+        }
+        rate_t[j] = t;
+    };
+    auto set_end = [&](int j, double end) {
+        if (in_running[j])
+            running.erase(running.find({jobs[j].end, j}));
+        in_running[j] = 0;
+        jobs[j].end = end;
+        if (std::isfinite(end)) {
+            running.emplace(end, j);
+            in_running[j] = 1;
+            events.push({end, kEnd, j});
+        }
+    };
+    // The draw and speed that j's CurtailJob implies, from `t`.
+    auto set_rate = [&](int j, double t) {
+        SimJobResult& job = jobs[j];
+        const double w = curtail_job_w_gpu(ap, cj[j]);
+        book_w(job, w - w_now[j]);
+        w_now[j] = w;
+        speed[j] = cj[j].suspended ? 0.0 : cap_speed(opts.cap_speed, job.w_gpu > 0 ? w / job.w_gpu : 1.0);
+        set_end(j, speed[j] > 0 ? t + work_left[j] / speed[j] : std::numeric_limits<double>::infinity());
+    };
+    auto drop_live = [&](int j) {
+        const int at = live_pos[j];
+        live_pos[live.back()] = at;
+        live[at] = live.back();
+        live.pop_back();
+        live_pos[j] = -1;
+    };
     auto start_job = [&](int j, double now) {
         SimJobResult& job = jobs[j];
         job.placed = picked;
@@ -808,8 +1034,33 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         for (int n : job.placed)
             adjust_node(n, -job.gpus_per_node);
         ++version;
-        job.start = now;
-        job.end = now + duration[j];
+        if (job.start < 0)
+            job.start = now;  // a requeued job keeps its first start
+        last_start[j] = now;
+        if (curtail) {
+            CurtailJob& c = cj[j];
+            c = CurtailJob{};
+            c.id = static_cast<uint32_t>(j);
+            c.intent = class_intent[cls_of[j]];
+            c.nodes = job.placed;
+            c.gpus_per_node = job.gpus_per_node;
+            c.w_gpu = job.w_gpu;  // the simulated draw is known exactly
+            // Every simulated job asks for a checkpoint signal (--signal=
+            // USR1@...), so a Curtail=requeue class is requeued, not suspended.
+            c.checkpoint_signal = 10;
+            c.start_time = epoch(now);
+            work_left[j] = attempt_work[j];
+            rate_t[j] = now;
+            speed[j] = 1;
+            w_now[j] = job.w_gpu;
+            live_pos[j] = static_cast<int>(live.size());
+            live.push_back(j);
+            ++inputs;
+            job.end = now + attempt_work[j];
+            in_running[j] = 1;
+        } else {
+            job.end = now + duration[j];
+        }
         running.emplace(job.end, j);
         events.push({job.end, kEnd, j});
         book_power(job, 1);
@@ -825,7 +1076,7 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             return false;
         const std::vector<uint8_t>& offer = usable_for(job.gpus_per_node);
         if (!select) {
-            const std::tuple<int, int, bool> key{job.nodes, job.gpus_per_node, false};
+            const std::tuple<int, int, bool, int> key{job.nodes, job.gpus_per_node, false, cls_of[j]};
             if (failed.count(key))
                 return false;
             if (placer->place(job.nodes, offer, picked))
@@ -836,8 +1087,8 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         const JobFacts f = facts_of(j);
         // Without signals, select/m2g answers equal requests alike within a
         // pass but for the prefer wait, which the key holds.
-        const std::tuple<int, int, bool> key{job.nodes, job.gpus_per_node,
-                                             epoch(now) - f.eligible_since >= prefer_wait_s};
+        const std::tuple<int, int, bool, int> key{job.nodes, job.gpus_per_node,
+                                                  epoch(now) - f.eligible_since >= prefer_wait_s, cls_of[j]};
         if (!power_aware && failed.count(key))
             return false;
         if (select_nodes(f, offer, [&](int n) { return node_free[n]; }, SelectMode::RunNow, now))
@@ -867,7 +1118,7 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             return true;
         SimJobResult& job = jobs[j];
         AdmissionRequest ar;
-        ar.intent = intent;
+        ar.intent = class_intent[cls_of[j]];
         ar.gpus = job.gpus;
         ar.nodes = job.nodes;
         ar.time_limit_s = static_cast<int64_t>(std::ceil(duration[j]));
@@ -879,7 +1130,7 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             ++r.admission_rejected;
             return false;
         }
-        adm_text[j] = format(admission_annotation(d, intent, m.admission, 0, false));
+        adm_text[j] = format(admission_annotation(d, class_intent[cls_of[j]], m.admission, 0, false));
         if ((d.verdict == Verdict::Defer || d.verdict == Verdict::Pace) && d.begin_time > ar.now) {
             hold(j, d.begin_time, now, d.reason);
             return false;
@@ -895,7 +1146,7 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         f.begin_time = adm_begin[j] ? adm_begin[j] : epoch(jobs[j].eligible);
         f.request = [&, j] {
             PendingRequest q;
-            q.spank_env = env;
+            q.spank_env = class_env[cls_of[j]];
             q.nodes = jobs[j].nodes;
             q.gpus = jobs[j].gpus;
             q.time_limit_s = static_cast<int64_t>(std::ceil(duration[j]));
@@ -941,6 +1192,158 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             it = release_rules(*it, now).waiting() ? queue.erase(it) : std::next(it);
         for (int j : held)
             release_held(j, now);
+    };
+
+    // Curtailment. The planner's feed: the timeline as announced, with the
+    // simulated draw of every scope at this instant, except what m2g's own
+    // actions changed in the snapshot's second: the planner counts those
+    // as not in the feed yet (and adds them itself), so the feed leaves
+    // them out, as a BMS reading from the start of that second would.
+    std::vector<double> feed_kw;  // per node
+    auto curtail_view = [&](double now) {
+        const int64_t e = epoch(now);
+        auto s = std::make_shared<Signals>(timeline_at(now));
+        s->generated_at = e;
+        feed_kw = node_kw;
+        for (int j : live)
+            if (cj[j].changed_at >= e && cj[j].w_gpu_before > 0) {
+                const double kw_node = (w_now[j] - cj[j].w_gpu_before) * jobs[j].gpus_per_node / 1000.0;
+                for (int n : jobs[j].placed)
+                    feed_kw[n] -= kw_node;
+            }
+        s->site.draw_kw = 0;
+        for (double kw : feed_kw)
+            s->site.draw_kw += kw;
+        s->racks.resize(m.domains.size());
+        for (size_t d = 0; d < m.domains.size(); ++d) {
+            double kw = 0;
+            for (int n : m.domains[d].nodes)
+                kw += feed_kw[n];
+            s->racks[d].draw_kw = kw;
+        }
+        s->rows.resize(m.fault_domains.size());
+        for (size_t f = 0; f < m.fault_domains.size(); ++f) {
+            double kw = 0;
+            for (int n : m.fault_domains[f].nodes)
+                kw += feed_kw[n];
+            s->rows[f].draw_kw = kw;
+        }
+        SignalsView v;
+        v.snap = s;
+        v.state = FeedState::Fresh;
+        v.age_s = 0;
+        return v;
+    };
+    // A requeue: the work since the last checkpoint is lost, the GPUs are
+    // freed, and the job is submitted again (after the feed is rebuilt).
+    auto requeue = [&](int j, double t) {
+        SimJobResult& job = jobs[j];
+        const double progress = attempt_work[j] - work_left[j];  // this run's work, restart included
+        const double done = saved[j] + std::max(0.0, progress - attempt_overhead[j]);
+        double keep = saved[j];
+        if (opts.checkpoint_interval_s > 0)
+            keep = std::max(keep, std::floor(done / opts.checkpoint_interval_s) * opts.checkpoint_interval_s);
+        keep = std::min(keep, duration[j]);
+        const double lost = std::max(0.0, progress - (keep - saved[j]));
+        job.lost_gpu_s += lost * job.gpus;
+        r.requeue_lost_gpu_s += lost * job.gpus;
+        saved[j] = keep;
+        attempt_overhead[j] = opts.restart_overhead_s;
+        attempt_work[j] = opts.restart_overhead_s + (duration[j] - keep);
+        drop_live(j);
+        if (in_running[j])
+            running.erase(running.find({job.end, j}));
+        in_running[j] = 0;
+        job.end = -1;
+        for (int n : job.placed)
+            adjust_node(n, job.gpus_per_node);
+        ++version;
+        book_w(job, -w_now[j]);
+        w_now[j] = 0;
+        ++job.requeues;
+        ++inputs;
+        cj[j] = CurtailJob{};
+        requeued.push_back(j);
+    };
+    auto count_action = [&](const CurtailAction& a) {
+        switch (a.step) {
+        case CurtailStep::Cap:
+            ++r.curtail_caps;
+            break;
+        case CurtailStep::Uncap:
+            ++r.curtail_uncaps;
+            break;
+        case CurtailStep::Suspend:
+            ++r.curtail_suspends;
+            break;
+        case CurtailStep::Resume:
+            ++r.curtail_resumes;
+            break;
+        case CurtailStep::Signal:
+            ++r.curtail_signals;
+            break;
+        case CurtailStep::Requeue:
+            ++r.curtail_requeues;
+            break;
+        }
+    };
+    // An action takes effect at `t`, as the controller records it then.
+    auto actuate = [&](const CurtailAction& a, double t) {
+        const int j = static_cast<int>(a.job);
+        if (j < 0 || static_cast<size_t>(j) >= nj || live_pos[j] < 0)
+            return;  // it ended meanwhile
+        advance(j, t);
+        apply_curtail_action(cj[j], a, cstate, ap, epoch(t));
+        ++inputs;
+        count_action(a);
+        jobs[j].caps += a.step == CurtailStep::Cap;
+        jobs[j].suspends += a.step == CurtailStep::Suspend;
+        if (a.step == CurtailStep::Requeue)
+            requeue(j, t);
+        else
+            set_rate(j, t);
+    };
+    // One round of the controller's loop: the plan, in effect
+    // actuation_delay_s later. While the last round's actions are still
+    // on their way the controller waits (only when the delay is at least
+    // CurtailIntervalSec). Returns whether it planned any action.
+    auto plan_round = [&](double now) {
+        if (!pending.empty())
+            return true;
+        if (!opts.curtail_every_tick && inputs == planned_inputs) {
+            bool curtailed = false;
+            for (int j : live)
+                curtailed = curtailed || cj[j].cap_w > 0 || cj[j].suspended || cj[j].signalled_at > 0;
+            if (!curtailed) {
+                ++r.curtail_plans_skipped;
+                return false;
+            }
+        }
+        std::vector<CurtailJob> list;
+        list.reserve(live.size());
+        for (int j : live)
+            list.push_back(cj[j]);
+        const CurtailPlan plan = plan_curtailment(m, curtail_view(now), list, cstate, epoch(now));
+        ++r.curtail_plans;
+        // A plan with actions is never taken as "nothing to do" (monitor
+        // plans them again on the same inputs).
+        planned_inputs = plan.actions.empty() ? inputs : 0;
+        if (std::getenv("M2G_SIM_DEBUG") && !plan.actions.empty()) {
+            std::fprintf(stderr, "plan %.3f site %.3f: %s\n", now, site_kw, plan.summary.c_str());
+            for (const CurtailAction& a : plan.actions)
+                std::fprintf(stderr, "  %s job %u cap %.0f delta %.3f w %.1f cur %.1f %s\n", to_string(a.step), a.job, a.cap_w, a.delta_kw, jobs[a.job].w_gpu, w_now[a.job], a.reason.c_str());
+        }
+        if (plan.actions.empty())
+            return false;
+        if (!enforce) {
+            for (const CurtailAction& a : plan.actions)
+                count_action(a);  // monitor: what it would do, nothing changes
+            return true;
+        }
+        for (const CurtailAction& a : plan.actions)
+            pending.emplace_back(now + opts.actuation_delay_s, a);
+        events.push({now + opts.actuation_delay_s, kActuate, -1});
+        return true;
     };
 
     auto schedule = [&](double now) {
@@ -1028,7 +1431,10 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
                 if (now <= er.start)
                     er.draw_at_start_kw = draw;
                 er.peak_draw_kw = std::max(er.peak_draw_kw, draw);
-                if (er.response_s < 0 && (budget < 0 || draw <= budget + 1e-6))
+                if (budget >= 0)
+                    er.peak_over_kw = std::max(er.peak_over_kw, draw - budget);
+                // Responded once its scope and every other is within budget.
+                if (er.response_s < 0 && (budget < 0 || draw <= budget + 1e-6) && !over_any)
                     er.response_s = now - er.start;
             }
     };
@@ -1038,12 +1444,18 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             return;
         for (size_t i = 0; i < tl->events.size(); ++i) {
             const CurtailmentEvent& ev = tl->events[i];
+            SimEventResult& er = r.events[i];
             const int idx = ev.scope == EventScope::Site ? kNone : ev.scope_index;
+            const double a = std::max(from, er.start), b = std::min(to, er.end);
+            if (b <= a)
+                continue;
+            er.energy_kwh += site_kw * (b - a) / 3600.0;
             for (const Watched& w : watched)
                 if (w.over && w.scope == ev.scope && w.index == idx) {
-                    const double a = std::max(from, r.events[i].start), b = std::min(to, r.events[i].end);
-                    if (b > a)
-                        r.events[i].over_s += b - a;
+                    er.over_s += b - a;
+                    const double late = std::max(a, er.start + opts.response_target_s);
+                    if (b > late)
+                        er.over_late_s += b - late;
                 }
         }
     };
@@ -1051,24 +1463,72 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
     while (!events.empty()) {
         const double now = events.top().t;
         const double dt = now - last_t;
-        if (dt > 0)
+        if (dt > 0 && curtail && !segments.empty() && segments.back().t1 == last_t &&
+            segments.back().busy_gpus == busy_gpus && segments.back().busy_nodes == busy_nodes &&
+            segments.back().stranded == stranded_now)
+            segments.back().t1 = now;  // the controller's rounds change none of these
+        else if (dt > 0)
             segments.push_back({last_t, now, busy_gpus, busy_nodes, stranded_now});
         power_integral += site_kw * dt;
         if (any_over)
             over_integral += dt;
+        if (dt > 0)
+            for (const SimEventResult& er : r.events)
+                if (er.start <= last_t && last_t < er.end) {
+                    r.energy_in_events_kwh += site_kw * dt / 3600.0;
+                    // Work non-deferrable jobs got done meanwhile (GPU-seconds at full speed).
+                    double rate = 0;
+                    for (const auto& [end, j] : running)
+                        if (!jobs[j].deferrable)
+                            rate += jobs[j].gpus * (curtail ? speed[j] : 1.0);
+                    r.nondeferrable_work_in_events_gpu_s += rate * dt;
+                    break;
+                }
         integrate_events(last_t, now);
         last_t = now;
         std::vector<int> arrivals, releases;
-        bool edge = false;  // the timeline changes now
+        bool edge = false;      // the timeline changes now
+        bool tick_due = false;  // the curtailment controller's loop comes round
+        bool pass = false;      // something Slurm and job_submit/m2g react to (not the controller's loop)
         while (!events.empty() && events.top().t == now) {
             const Event e = events.top();
             events.pop();
             if (e.kind == kSignal) {
                 edge = true;  // the passes below see the new time
+                pass = true;
+                ++inputs;
+                continue;
+            }
+            if (e.kind == kTick) {
+                tick_pending = false;
+                tick_due = true;
+                continue;
+            }
+            if (e.kind == kActuate) {
+                while (!pending.empty() && pending.front().first <= now) {
+                    const CurtailAction a = pending.front().second;
+                    pending.pop_front();
+                    actuate(a, now);
+                }
                 continue;
             }
             SimJobResult& job = jobs[e.job];
-            if (e.kind == kEnd) {
+            if (e.kind == kEnd && curtail && (live_pos[e.job] < 0 || e.t != job.end))
+                continue;  // stale: its end moved (cap, suspension) or it was requeued
+            pass = true;
+            if (e.kind == kEnd && curtail) {
+                advance(e.job, now);
+                drop_live(e.job);
+                ++inputs;
+                running.erase(running.find({job.end, e.job}));
+                in_running[e.job] = 0;
+                for (int n : job.placed)
+                    adjust_node(n, job.gpus_per_node);
+                ++version;
+                book_w(job, -w_now[e.job]);
+                w_now[e.job] = 0;
+                last_end = std::max(last_end, now);
+            } else if (e.kind == kEnd) {
                 running.erase(running.find({job.end, e.job}));
                 for (int n : job.placed)
                     adjust_node(n, job.gpus_per_node);
@@ -1086,22 +1546,46 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             }
             // kWake: nothing to change; the pass below retries with the wait over.
         }
-        if (power_aware) {
-            view = view_at(now);  // with the ends applied
-            admission.begin_pass(epoch(now));
-            if (edge)
-                release_pass(now);
+        // The controller's loop and its actions alone start no scheduling
+        // pass (the run stays the one CurtailMode=off makes until an
+        // action changes something), but a requeue does.
+        if (pass || !requeued.empty()) {
+            if (power_aware) {
+                view = view_at(now);  // with the ends applied
+                admission.begin_pass(epoch(now));
+                if (edge)
+                    release_pass(now);
+            }
+            for (int j : releases)  // held jobs whose begin time came (not one a pass moved)
+                if (adm_begin[j] && epoch(now) >= adm_begin[j])
+                    release_held(j, now);
+            for (int j : arrivals)
+                if (submit(j, now))
+                    queue_job(j, now);
+            for (int j : requeued)  // back to job_submit/m2g, as a requeued job is
+                if (submit(j, now))
+                    queue_job(j, now);
+            requeued.clear();
+            schedule(now);
         }
-        for (int j : releases)  // held jobs whose begin time came (not one a pass moved)
-            if (adm_begin[j] && epoch(now) >= adm_begin[j])
-                release_held(j, now);
-        for (int j : arrivals)
-            if (submit(j, now))
-                queue_job(j, now);
-        schedule(now);
+        bool planned = false;
+        if (curtail && (tick_due || edge))
+            planned = plan_round(now);
         check_caps(now);
         r.peak_site_kw = std::max(r.peak_site_kw, site_kw);
         stranded_now = queue.empty() ? 0 : free_gpus;
+        if (opts.record_site_power && (r.site_power.empty() || std::abs(r.site_power.back().second - site_kw) > 1e-9)) {
+            if (!r.site_power.empty() && r.site_power.back().first == now)
+                r.site_power.back().second = site_kw;
+            else
+                r.site_power.emplace_back(now, site_kw);
+        }
+        // The controller's loop runs while jobs hold GPUs; it stops when
+        // nothing else can happen and it has nothing more to do.
+        if (curtail && !tick_pending && !live.empty() && (!events.empty() || planned)) {
+            events.push({now + static_cast<double>(ap.curtail_interval_sec), kTick, -1});
+            tick_pending = true;
+        }
     }
 
     // Metrics.
@@ -1115,10 +1599,20 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             j.end = -1;
             continue;
         }
+        if (curtail && (live_pos[i] >= 0 || j.end < 0)) {
+            // Still suspended, or requeued and never started again, when
+            // nothing more could happen.
+            if (live_pos[i] >= 0)
+                advance(static_cast<int>(i), last_t);
+            r.energy_kwh += energy_ws[i] / 3.6e6;
+            j.end = -1;
+            ++r.unfinished;
+            continue;
+        }
         done.push_back(&j);
         r.backfilled += j.backfilled;
         gpu_seconds += static_cast<double>(j.gpus) * duration[i];
-        r.energy_kwh += j.w_gpu * j.gpus * duration[i] / 3.6e6;
+        r.energy_kwh += curtail ? energy_ws[i] / 3.6e6 : j.w_gpu * j.gpus * duration[i] / 3.6e6;
         std::vector<int> groups, leaves;
         for (int n : j.placed) {
             groups.push_back(m.nodes[n].domain != kNone ? m.nodes[n].domain : -1 - n);
@@ -1189,6 +1683,52 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         r.classes.push_back(stats_of(names[c], by_class[c]));
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     r.sim_jobs_per_s = r.wall_s > 0 ? static_cast<double>(jobs.size()) / r.wall_s : 0;
+    if (curtail) {
+        for (size_t i = 0; i < jobs.size(); ++i)
+            if (!jobs[i].deferrable && jobs[i].end >= 0)
+                r.nondeferrable_curtailed_s += jobs[i].capped_s + jobs[i].suspended_s;
+    }
+    if (curtail && opts.curtail_baseline) {
+        // The same run with CurtailMode=off: what curtailment changed.
+        Model off = m;
+        off.admission.curtail_mode = CurtailMode::Off;
+        SimOptions o = opts;
+        o.curtail_baseline = false;
+        const SimResult b = simulate(off, trace, o);
+        r.baseline = true;
+        r.baseline_energy_kwh = b.energy_kwh;
+        r.baseline_energy_in_events_kwh = b.energy_in_events_kwh;
+        r.baseline_nondeferrable_work_in_events_gpu_s = b.nondeferrable_work_in_events_gpu_s;
+        r.nondeferrable_loss = b.nondeferrable_work_in_events_gpu_s > 0
+                                   ? 1 - r.nondeferrable_work_in_events_gpu_s / b.nondeferrable_work_in_events_gpu_s
+                                   : 0;
+        r.energy_shifted_kwh = b.energy_in_events_kwh - r.energy_in_events_kwh;
+        std::vector<double> stretch, delay;
+        for (size_t i = 0; i < jobs.size() && i < b.job_results.size(); ++i) {
+            const SimJobResult& j = jobs[i];
+            const SimJobResult& j0 = b.job_results[i];
+            if (j.start < 0 || j.end < 0 || j0.start < 0 || j0.end < 0)
+                continue;
+            const double c = j.end - j.submit, c0 = j0.end - j0.submit;
+            if (!j.deferrable) {
+                ++r.nondeferrable_jobs;
+                r.nondeferrable_work_gpu_s += static_cast<double>(j.gpus) * duration[i];
+                r.nondeferrable_delay_gpu_s += static_cast<double>(j.gpus) * (c - c0);
+            } else {
+                stretch.push_back(c0 > 0 ? c / c0 : 1.0);
+                delay.push_back(c - c0);
+            }
+        }
+        r.deferrable_jobs = static_cast<int>(stretch.size());
+        if (!stretch.empty()) {
+            r.deferrable_stretch_mean =
+                std::accumulate(stretch.begin(), stretch.end(), 0.0) / static_cast<double>(stretch.size());
+            r.deferrable_delay_mean_s =
+                std::accumulate(delay.begin(), delay.end(), 0.0) / static_cast<double>(delay.size());
+            r.deferrable_stretch_p95 = percentile(stretch, 0.95);
+            r.deferrable_delay_p95_s = percentile(delay, 0.95);
+        }
+    }
     return r;
 }
 
@@ -1246,14 +1786,40 @@ std::string format_sim_result(const SimResult& r, bool json)
         kv("cap_violations", std::to_string(r.cap_violations));
         kv("cap_violation_s", num(r.cap_violation_s));
         kv("cap_peak_over_kw", num(r.cap_peak_over_kw));
+        kv("unfinished", std::to_string(r.unfinished));
+        kv("energy_in_events_kwh", num(r.energy_in_events_kwh));
+        kv("nondeferrable_work_in_events_gpu_s", num(r.nondeferrable_work_in_events_gpu_s));
         std::string ev = "[";
         for (const SimEventResult& e : r.events)
             ev += (ev.size() > 1 ? "," : "") + std::string("{\"id\":\"") + e.id + "\",\"scope\":\"" + e.scope +
-                  "\",\"start_s\":" + num(e.start) + ",\"end_s\":" + num(e.end) + ",\"budget_kw\":" +
-                  num(e.budget_kw) + ",\"draw_at_start_kw\":" + num(e.draw_at_start_kw) + ",\"peak_draw_kw\":" +
-                  num(e.peak_draw_kw) + ",\"response_s\":" + num(e.response_s) + ",\"over_s\":" + num(e.over_s) +
-                  "}";
+                  "\",\"start_s\":" + num_t(e.start) + ",\"end_s\":" + num_t(e.end) + ",\"announced_s\":" +
+                  num_t(e.announced) + ",\"budget_kw\":" + num(e.budget_kw) + ",\"draw_at_start_kw\":" +
+                  num(e.draw_at_start_kw) + ",\"peak_draw_kw\":" + num(e.peak_draw_kw) + ",\"peak_over_kw\":" +
+                  num(e.peak_over_kw) + ",\"response_s\":" + num(e.response_s) + ",\"over_s\":" + num(e.over_s) +
+                  ",\"over_late_s\":" + num(e.over_late_s) + ",\"energy_kwh\":" + num(e.energy_kwh) + "}";
         kv("events", ev + "]");
+        std::string c = "{\"mode\":\"" + r.curtail_mode + "\",\"actuation_delay_s\":" + num(r.actuation_delay_s) +
+                        ",\"plans\":" + std::to_string(r.curtail_plans) + ",\"plans_skipped\":" +
+                        std::to_string(r.curtail_plans_skipped) + ",\"caps\":" + std::to_string(r.curtail_caps) +
+                        ",\"uncaps\":" + std::to_string(r.curtail_uncaps) + ",\"suspends\":" +
+                        std::to_string(r.curtail_suspends) + ",\"resumes\":" + std::to_string(r.curtail_resumes) +
+                        ",\"signals\":" + std::to_string(r.curtail_signals) + ",\"requeues\":" +
+                        std::to_string(r.curtail_requeues) + ",\"requeue_lost_gpu_s\":" + num(r.requeue_lost_gpu_s) +
+                        ",\"nondeferrable_curtailed_s\":" + num(r.nondeferrable_curtailed_s) +
+                        ",\"baseline\":" + (r.baseline ? "true" : "false");
+        if (r.baseline)
+            c += ",\"nondeferrable_jobs\":" + std::to_string(r.nondeferrable_jobs) + ",\"nondeferrable_work_gpu_s\":" +
+                 num(r.nondeferrable_work_gpu_s) + ",\"nondeferrable_delay_gpu_s\":" + num(r.nondeferrable_delay_gpu_s) +
+                 ",\"baseline_nondeferrable_work_in_events_gpu_s\":" +
+                 num(r.baseline_nondeferrable_work_in_events_gpu_s) + ",\"nondeferrable_loss\":" +
+                 num(r.nondeferrable_loss) + ",\"deferrable_jobs\":" +
+                 std::to_string(r.deferrable_jobs) + ",\"deferrable_stretch_mean\":" +
+                 num(r.deferrable_stretch_mean) + ",\"deferrable_stretch_p95\":" + num(r.deferrable_stretch_p95) +
+                 ",\"deferrable_delay_mean_s\":" + num(r.deferrable_delay_mean_s) + ",\"deferrable_delay_p95_s\":" +
+                 num(r.deferrable_delay_p95_s) + ",\"baseline_energy_kwh\":" + num(r.baseline_energy_kwh) +
+                 ",\"baseline_energy_in_events_kwh\":" + num(r.baseline_energy_in_events_kwh) +
+                 ",\"energy_shifted_kwh\":" + num(r.energy_shifted_kwh);
+        kv("curtailment", c + "}");
         kv("wall_s", num(r.wall_s));
         kv("sim_jobs_per_s", num(r.sim_jobs_per_s));
         return o + "}\n";
@@ -1296,7 +1862,50 @@ std::string format_sim_result(const SimResult& r, bool json)
                  (e.response_s < 0 ? std::string("still over at its end")
                                    : "under budget after " + num(e.response_s) + " s") +
                  ", " + num(e.over_s) + " s over");
+    if (r.curtail_mode != "off") {
+        for (const SimEventResult& e : r.events)
+            line(("event " + e.id + " response").c_str(),
+                 "announced at " + num(e.announced) + " s, " + num(e.over_late_s) +
+                     " s over after the response target, largest excess " + num(std::max(0.0, e.peak_over_kw)) +
+                     " kW, " + num(e.energy_kwh) + " kWh drawn during it");
+        line("curtailment", r.curtail_mode + ", actuation delay " + num(r.actuation_delay_s) + " s: " +
+                                std::to_string(r.curtail_plans) + " plans (" +
+                                std::to_string(r.curtail_plans_skipped) + " rounds on unchanged inputs skipped), " +
+                                std::to_string(r.curtail_caps) +
+                                " caps, " + std::to_string(r.curtail_uncaps) + " uncaps, " +
+                                std::to_string(r.curtail_suspends) + " suspends, " +
+                                std::to_string(r.curtail_resumes) + " resumes, " + std::to_string(r.curtail_signals) +
+                                " checkpoint signals, " + std::to_string(r.curtail_requeues) + " requeues (" +
+                                num(r.requeue_lost_gpu_s) + " GPU-s lost)" +
+                                (r.unfinished ? ", " + std::to_string(r.unfinished) + " jobs unfinished" : ""));
+        if (r.baseline) {
+            line("vs CurtailMode=off",
+                 "non-deferrable throughput loss " + num(100 * r.nondeferrable_loss) + "% during events (" +
+                     num(r.nondeferrable_work_in_events_gpu_s) + " of " +
+                     num(r.baseline_nondeferrable_work_in_events_gpu_s) + " GPU-s of work; " +
+                     std::to_string(r.nondeferrable_jobs) + " jobs, " + num(r.nondeferrable_delay_gpu_s) +
+                     " GPU-s later to completion, " + num(r.nondeferrable_curtailed_s) +
+                     " s curtailed); deferrable completion x" +
+                     num(r.deferrable_stretch_mean) + " mean, x" + num(r.deferrable_stretch_p95) + " p95 (+" +
+                     num(r.deferrable_delay_mean_s) + " s mean, +" + num(r.deferrable_delay_p95_s) + " s p95, " +
+                     std::to_string(r.deferrable_jobs) + " jobs); " + num(r.energy_shifted_kwh) +
+                     " kWh moved out of events (" + num(r.energy_in_events_kwh) + " of " +
+                     num(r.baseline_energy_in_events_kwh) + " kWh drawn in them; " + num(r.energy_kwh) + " of " +
+                     num(r.baseline_energy_kwh) + " kWh in all)");
+        }
+    }
     line("speed", num(r.sim_jobs_per_s) + " jobs/s (" + num(r.wall_s) + " s)");
+    return o;
+}
+
+std::string format_sim_power(const SimResult& r)
+{
+    std::string o = "t,site_kw\n";
+    char buf[80];
+    for (const auto& [t, kw] : r.site_power) {
+        std::snprintf(buf, sizeof buf, "%.15g,%.6f\n", t, std::max(0.0, kw));
+        o += buf;
+    }
     return o;
 }
 

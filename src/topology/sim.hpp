@@ -23,6 +23,18 @@
 // pending job (the queued deferrable ones are deferred when an event
 // starts). Every policy's cap violations are measured. No Slurm, no
 // globals, no randomness but the seeded streams.
+//
+// Curtailment (m2g, CurtailMode=monitor|enforce in m2g.conf): every
+// CurtailIntervalSec while a job runs, and at every timeline edge, the
+// simulator hands m2g-curtaild's planner (plan_curtailment(), curtail.hpp,
+// the very function the controller calls) the running jobs and a feed
+// whose draw is the simulated one at that instant. Under enforce each
+// action takes effect `actuation_delay_s` later (apply_curtail_action()):
+// a capped job draws its cap and runs at cap_speed() of its speed, a
+// suspended one holds its GPUs at IdlePowerPerGpuW and makes no progress,
+// a requeued one loses its work since its last checkpoint and is submitted
+// again; resumes and uncaps speed them back up. Under monitor the plans
+// are counted and nothing changes.
 #pragma once
 
 #include <cstdint>
@@ -76,7 +88,47 @@ struct SimOptions {
     // estimate (power_w_per_gpu()).
     const PowerCdf* power = nullptr;
     std::string workload_class = "training";  // every job's --m2g-class (Philly: DL training)
+    // Jobs given another class: a job whose id hashes (FNV-1a 64 of the
+    // id, mod 10000, / 100) below the first share's percent gets its class,
+    // below the first two shares' sum the second's, and so on; the rest
+    // get workload_class. Independent of seed, order and policy.
+    std::vector<std::pair<std::string, double>> class_shares;  // (class, percent of jobs)
+    // An event enters the feed m2g reads (admission, placement and the
+    // curtailment planner) this many seconds before it starts; -1: from
+    // the start of the run, as the timeline says. Budgets are measured
+    // against every event whether announced or not.
+    int64_t event_notice_s = -1;
+
+    // Curtailment (m2g with CurtailMode=monitor or enforce; doc/simulator.md).
+    double actuation_delay_s = 3;  // from a plan to its effect on the jobs (caps, suspend, resume)
+    // Speed of a capped job as a function of its draw under the cap over
+    // its uncapped draw: (ratio, speed) points, ascending, linear between
+    // them, speed 1 at ratio 1 and above, proportional to the ratio below
+    // the first point. Empty: kCapSpeedDefault.
+    std::vector<std::pair<double, double>> cap_speed;
+    double checkpoint_interval_s = 1800;  // a job checkpoints after every this much of its work; 0: never
+    double restart_overhead_s = 300;      // work a requeued job does again on restart (loading its checkpoint)
+    double response_target_s = 30;        // events: time over a budget counts as late from here on
+    // Also run the trace with CurtailMode=off and report what curtailment
+    // changed (throughput loss, slowdown, energy shifted).
+    bool curtail_baseline = true;
+    bool record_site_power = false;  // fill SimResult::site_power
+    // Call the planner at every round, also where nothing it reads changed
+    // since a plan that found nothing to do (the same answer: for checking).
+    bool curtail_every_tick = false;
 };
+
+// The default cap_speed curve: mean iteration-time slowdown of five
+// pipeline-parallel training jobs (BERT-huge, BLOOM-3B, GPT-3 XL, T5-3B,
+// Wide-ResNet-101) on four A100s under one GPU power limit of 300 down to
+// 175 W, against their average draw, from the Perseus artifact (Chung et
+// al., SOSP 2024; doc/simulator.md).
+extern const std::vector<std::pair<double, double>> kCapSpeedDefault;
+// Speed (0..1] at draw ratio `x` on `curve` (kCapSpeedDefault when empty).
+double cap_speed(const std::vector<std::pair<double, double>>& curve, double x);
+// Parse "0.6:0.58,0.7:0.71,..." (the --cap-speed option); throws
+// ParseError naming what is accepted.
+std::vector<std::pair<double, double>> parse_cap_speed(std::string_view s);
 
 struct SimJobResult {
     std::string id;
@@ -96,6 +148,13 @@ struct SimJobResult {
     int domain_lb = 0;       // fewest groups that could hold it on an empty cluster
     int leaves = 0;          // leaf switches spanned
     int leaf_lb = 0;         // fewest leaf switches that could hold it (0: no leaf switches)
+    std::string workload_class;  // its --m2g-class
+    bool deferrable = true;  // as admission sees it (the class's Deferrable=)
+    // Curtailment (start is the first start; end the last end).
+    int caps = 0, suspends = 0, requeues = 0;
+    double capped_s = 0;     // time it ran under a cap
+    double suspended_s = 0;  // time it was suspended
+    double lost_gpu_s = 0;   // GPU-seconds of work lost to requeues (since the checkpoint, and restarts)
 };
 
 // One curtailment event of the timeline, as the run saw it.
@@ -106,8 +165,14 @@ struct SimEventResult {
     double budget_kw = -1;    // effective budget during the event (-1: none known)
     double draw_at_start_kw = 0;
     double peak_draw_kw = 0;  // while the event was active
-    double response_s = -1;   // from start until draw <= budget; 0: never over; -1: still over at its end
-    double over_s = 0;        // time over the budget while active
+    // From start until every scope is within its effective budget; 0:
+    // never over; -1: still over at its end.
+    double response_s = -1;
+    double over_s = 0;        // time the event's scope was over the budget while active
+    double over_late_s = 0;   // of which after start + response_target_s
+    double peak_over_kw = 0;  // the largest excess of the event's scope while active
+    double energy_kwh = 0;    // site GPU energy while active
+    double announced = 0;     // when m2g's feed first showed it (simulation seconds)
 };
 
 struct SimStats {  // one size class, or all jobs
@@ -127,6 +192,7 @@ struct SimResult {
     uint64_t seed = 0;
     int jobs = 0;               // simulated (started) jobs
     int rejected = 0;           // larger than the policy can ever place
+    int unfinished = 0;         // curtailment: still suspended or requeued when nothing more could happen
     int backfilled = 0;
     int fit_one_domain = 0;     // jobs whose lower bound is one domain
     double containment = 1;     // share of those placed in one domain (1 when there are none)
@@ -155,9 +221,36 @@ struct SimResult {
     int deferred = 0;             // jobs admission deferred or paced at least once
     int admission_rejected = 0;   // jobs admission rejected (not in `rejected`)
     int unusable_nodes = 0;       // down or degraded in the timeline's health
+    // Curtailment (m2g, CurtailMode not off; doc/simulator.md).
+    std::string curtail_mode = "off";
+    double actuation_delay_s = 0;
+    int curtail_plans = 0;        // plan_curtailment() calls
+    int curtail_plans_skipped = 0;  // rounds on unchanged inputs after a plan with nothing to do
+    int curtail_caps = 0, curtail_uncaps = 0, curtail_suspends = 0, curtail_resumes = 0, curtail_signals = 0,
+        curtail_requeues = 0;     // actions applied (monitor: planned)
+    double requeue_lost_gpu_s = 0;
+    double energy_in_events_kwh = 0;  // site GPU energy while any event is active
+    double nondeferrable_work_in_events_gpu_s = 0;  // work non-deferrable jobs did then (GPU-s at full speed)
+    // Against the same run with CurtailMode=off (baseline: it was run).
+    bool baseline = false;
+    int nondeferrable_jobs = 0;
+    double nondeferrable_work_gpu_s = 0;   // their GPUs x run time
+    double nondeferrable_delay_gpu_s = 0;  // sum of GPUs x (completion - completion off), signed
+    double baseline_nondeferrable_work_in_events_gpu_s = 0;
+    // 1 - nondeferrable_work_in_events_gpu_s / the baseline's (0.01: 1% less work done during events)
+    double nondeferrable_loss = 0;
+    double nondeferrable_curtailed_s = 0;  // time non-deferrable jobs ran capped or suspended
+    int deferrable_jobs = 0;
+    double deferrable_stretch_mean = 1, deferrable_stretch_p95 = 1;  // completion / completion off
+    double deferrable_delay_mean_s = 0, deferrable_delay_p95_s = 0;  // completion - completion off
+    double baseline_energy_kwh = 0;
+    double baseline_energy_in_events_kwh = 0;
+    double energy_shifted_kwh = 0;  // baseline_energy_in_events_kwh - energy_in_events_kwh
     double wall_s = 0;
     double sim_jobs_per_s = 0;
     std::vector<SimJobResult> job_results;  // in submit order (after the tie shuffle)
+    // With record_site_power: (time, site GPU kW from then on), at every change.
+    std::vector<std::pair<double, double>> site_power;
 };
 
 // Run the trace on the model. Throws Error when the options or the model
@@ -171,5 +264,8 @@ std::string format_sim_result(const SimResult& r, bool json);
 // submit, eligible, start, end, domains, domain_lb, leaves, w_gpu, admission,
 // nodelist (a Slurm hostlist of the model's node names).
 std::string format_sim_jobs(const Model& m, const SimResult& r);
+
+// site_power as CSV: "t,site_kw" and one line per change.
+std::string format_sim_power(const SimResult& r);
 
 }  // namespace m2g

@@ -178,6 +178,7 @@ ParsedAnnotation parse_annotation(std::string_view admin_comment) noexcept
             a.avoid = d.avoid_nodes > 0 ? std::to_string(d.avoid_nodes) + " nodes (" + d.avoid_for + ")" : "";
             a.user_begin = d.user_begin;
         }
+        a.curtail = get_annotation(admin_comment, AnnotationPart::Curtail);
     } catch (...) {
         // Out of memory on a comment: whatever was parsed stays.
     }
@@ -780,6 +781,8 @@ class Explainer {
             e_.evidence.push_back("policy " + a_.policy + (a_.score.empty() ? "" : ", score " + a_.score));
         if (!a_.signals.empty())
             e_.evidence.push_back("signals at placement: " + a_.signals);
+        if (!a_.curtail.empty())
+            e_.evidence.push_back("m2g-curtaild, last action during a power event: " + a_.curtail);
     }
 
     void pending()

@@ -49,6 +49,9 @@ struct JobView {
     int64_t end_time = 0;       // 0: not ended; for running jobs the expected end
     int64_t time_limit_s = 0;   // <= 0 unlimited
     std::vector<int> node_idx;  // allocated model nodes
+    bool suspended = false;     // Running here, SUSPENDED in Slurm
+    int warn_signal = 0;        // --signal=[B:]SIG[@TIME]: SIG as job_submit/m2g recorded it (signal=), 0 none
+    bool warn_batch_only = false;  // --signal=B:...: to the batch shell only
 };
 
 struct ClusterView {
@@ -94,6 +97,9 @@ struct ParsedAnnotation {
     std::string admission_reason;      // reason=
     std::string avoid;                 // avoid=: "18 nodes (maintenance mw-1)"
     int64_t user_begin = 0;            // user_begin=: the owner's own --begin
+    // Curtail part (m2g-curtaild): its last action on the running job, as
+    // written ("cap w_gpu=300 cause=dr-1 scope=site at=..."); "" none.
+    std::string curtail;
 };
 
 ParsedAnnotation parse_annotation(std::string_view admin_comment) noexcept;

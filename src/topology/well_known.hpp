@@ -45,6 +45,15 @@ inline constexpr const char* kPrivilegedTags = "PrivilegedTags";        // tag k
 inline constexpr const char* kPrivilegedClasses = "PrivilegedClasses";  // workload classes, e.g. benchmark
 inline constexpr const char* kMaintenanceAction = "MaintenanceAction";  // steer | defer
 inline constexpr const char* kReleaseCheckSec = "ReleaseCheckSec";      // job_submit/m2g re-evaluation period
+// Curtailment of running work (m2g-curtaild), see m2g.conf(5), CURTAILMENT.
+inline constexpr const char* kCurtailMode = "CurtailMode";                // off | monitor | enforce
+inline constexpr const char* kCapFloorW = "CapFloorW";                    // also ClassName: lowest per-GPU cap
+inline constexpr const char* kIdlePowerPerGpuW = "IdlePowerPerGpuW";      // a suspended job's GPU draw
+inline constexpr const char* kCurtailMarginPct = "CurtailMarginPct";      // target = budget x (1 - pct/100)
+inline constexpr const char* kCheckpointGraceSec = "CheckpointGraceSec";  // --signal to requeue
+inline constexpr const char* kCurtailIntervalSec = "CurtailIntervalSec";  // the controller's loop
+inline constexpr const char* kNodeAgentURL = "NodeAgentURL";              // m2g-nodeagent on a node: %n name, %a address
+inline constexpr const char* kNodeAgentTokenFile = "NodeAgentTokenFile";  // its bearer token
 // Reporting (`m2g job`, m2g-exporter), see m2g.conf(5), REPORTING.
 inline constexpr const char* kEnergyPricePerKWh = "EnergyPricePerKWh";  // price of 1 kWh (0: no cost shown)
 inline constexpr const char* kEnergyCurrency = "EnergyCurrency";        // ISO 4217 code of that price, default EUR
@@ -65,6 +74,7 @@ inline constexpr const char* kDomains = "Domains";              // child/member 
 inline constexpr const char* kType = "Type";                    // FaultDomain: kind, see below
 inline constexpr const char* kDeferrable = "Deferrable";        // ClassName: yes | no
 inline constexpr const char* kPowerPerGpuW = "PowerPerGpuW";    // ClassName: W per GPU
+inline constexpr const char* kCurtail = "Curtail";              // ClassName: none | cap | suspend | requeue
 
 inline constexpr std::array<const char*, 6> kFaultDomainTypes = {"rack", "row", "pdu", "power_feed", "cooling",
                                                                  "room"};
@@ -177,6 +187,7 @@ inline constexpr const char* kSigStatusSnapshot = "snapshot";  // the last good 
 // AdminComment: the placement part, then "; admission=..." for admission.
 inline constexpr const char* kAnnotationOpen = "m2g:[";
 inline constexpr const char* kAnnotationAdmit = "admission=";
+inline constexpr const char* kAnnotationCurtail = "curtail=";
 // Typed fields of a "waiting" placement part, written before its reason=
 // (annotation.hpp); `m2g explain` and `m2g status` read these, not the reason.
 inline constexpr const char* kAnnotationWait = "wait";  // why it waits: one of kWaitCauses

@@ -1,7 +1,8 @@
 /* A fake libnvidia-ml.so.1 for m2g's probe tests (test/unit/test_probe.cpp).
  *
- * It exports exactly the NVML entry points src/discover/probe.cpp looks up
- * with dlsym, with the signatures of NVIDIA's public NVML API reference
+ * It exports exactly the NVML entry points src/discover/nvml.cpp looks up
+ * with dlsym (for `m2g discover node` and m2g-nodeagent), with the
+ * signatures of NVIDIA's public NVML API reference
  * (written here from the documentation, not copied from nvml.h), and answers
  * from environment variables read at each call, so one test process can
  * switch scenarios between probes:
@@ -37,13 +38,55 @@
  *                               NVML_FEATURE_DISABLED (e.g. "2:0,2:1": GPU 2
  *                               has two inactive links).
  *
+ *
+ * Power management (all values NVML's milliwatts; the variables are watts):
+ *
+ *   FAKE_NVML_DEFAULT_LIMIT_W=W nvmlDeviceGetPowerManagementDefaultLimit
+ *                               (default 1200).
+ *   FAKE_NVML_MIN_LIMIT_W=W     nvmlDeviceGetPowerManagementLimitConstraints'
+ *   FAKE_NVML_MAX_LIMIT_W=W     minimum and maximum (defaults 200 and 1200).
+ *                               nvmlDeviceSetPowerManagementLimit outside
+ *                               [min, max] returns
+ *                               NVML_ERROR_INVALID_ARGUMENT (2).
+ *   FAKE_NVML_SET_LIMIT_ERROR=N every nvmlDeviceSetPowerManagementLimit
+ *                               returns NVML error N (4 = No Permission),
+ *                               changing nothing.
+ *   FAKE_NVML_STATE_DIR=dir     the limits persist across processes, as a
+ *                               driver keeps them: <dir>/<i>.limit holds GPU
+ *                               i's current limit in mW as decimal text
+ *                               (absent, empty or not a number: the default
+ *                               limit), replaced atomically on each set.
+ *                               Without it, limits are kept in this
+ *                               process's memory (from the default).
+ *                               nvmlDeviceGetPowerManagementLimit and
+ *                               nvmlDeviceGetEnforcedPowerLimit return the
+ *                               current limit.
+ *   FAKE_NVML_JOBMAP_DIR=dir    a dcgm-exporter HPC job mapping directory
+ *                               (src/topology/telemetry.hpp dcgm_map_add:
+ *                               file <dir>/<i> lists the job ids on GPU i,
+ *                               one per line). GPU i is busy when that file
+ *                               lists a job that is not in
+ *                               FAKE_NVML_IDLE_JOBS; without the variable
+ *                               every GPU is idle.
+ *   FAKE_NVML_IDLE_JOBS=file    job ids, one per line, whose GPUs run
+ *                               nothing (Slurm suspended them: their
+ *                               processes are stopped); test/fake-bms
+ *                               writes it from squeue.
+ *   FAKE_NVML_BUSY_W=W          nvmlDeviceGetPowerUsage of a busy GPU:
+ *                               min(limit, W), default 1000 W.
+ *   FAKE_NVML_IDLE_W=W          of an idle GPU: min(limit, W), default 90 W.
+ *
  * GPU i's UUID is GPU-8c1d7a2e-0b3f-4c5d-9e6f-00000000000i (12 hex digits).
  * Calls other than nvmlInit_v2 and nvmlErrorString before a successful
  * nvmlInit_v2 return NVML_ERROR_UNINITIALIZED, as NVML does.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* NVIDIA's library is never built with sanitizers, so neither are the entry
  * points standing in for it: with clang's -fsanitize=function (part of
@@ -82,6 +125,7 @@ enum {
     NVML_ERROR_UNINITIALIZED = 1,
     NVML_ERROR_INVALID_ARGUMENT = 2,
     NVML_ERROR_NOT_SUPPORTED = 3,
+    NVML_ERROR_NO_PERMISSION = 4,
     NVML_ERROR_INSUFFICIENT_SIZE = 7,
     NVML_ERROR_GPU_IS_LOST = 15,
     NVML_ERROR_UNKNOWN = 999,
@@ -346,6 +390,188 @@ nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, nv
         return NVML_ERROR_NOT_SUPPORTED;
     *isActive = link_inactive((unsigned)i, link) ? 0 : 1;
     return NVML_SUCCESS;
+}
+
+/* ---- power management ---------------------------------------------------- */
+
+static unsigned memory_limit_mw[FAKE_MAX_GPUS]; /* 0: the default */
+
+static unsigned watts_env_mw(const char* name, long fallback_w)
+{
+    long w = env_long(name, fallback_w);
+    if (w < 0)
+        w = 0;
+    if (w > 4000000)
+        w = 4000000;
+    return (unsigned)w * 1000u;
+}
+
+static unsigned default_limit_mw(void) { return watts_env_mw("FAKE_NVML_DEFAULT_LIMIT_W", 1200); }
+static unsigned min_limit_mw(void) { return watts_env_mw("FAKE_NVML_MIN_LIMIT_W", 200); }
+static unsigned max_limit_mw(void) { return watts_env_mw("FAKE_NVML_MAX_LIMIT_W", 1200); }
+
+static void limit_path(unsigned i, char* out, size_t size)
+{
+    snprintf(out, size, "%s/%u.limit", getenv("FAKE_NVML_STATE_DIR"), i);
+}
+
+static unsigned current_limit_mw(unsigned i)
+{
+    const char* dir = getenv("FAKE_NVML_STATE_DIR");
+    if (!dir || !*dir)
+        return memory_limit_mw[i] ? memory_limit_mw[i] : default_limit_mw();
+    char path[4096];
+    limit_path(i, path, sizeof path);
+    FILE* f = fopen(path, "r");
+    if (!f)
+        return default_limit_mw();
+    unsigned long mw = 0;
+    int got = fscanf(f, "%lu", &mw);
+    fclose(f);
+    return got == 1 && mw > 0 && mw <= 0xffffffffUL ? (unsigned)mw : default_limit_mw();
+}
+
+/* 0 on success, else an NVML error. */
+static nvmlReturn_t store_limit_mw(unsigned i, unsigned mw)
+{
+    const char* dir = getenv("FAKE_NVML_STATE_DIR");
+    if (!dir || !*dir) {
+        memory_limit_mw[i] = mw;
+        return NVML_SUCCESS;
+    }
+    char path[4096], tmp[4200];
+    limit_path(i, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE* f = fopen(tmp, "w");
+    if (!f)
+        return errno == EACCES ? NVML_ERROR_NO_PERMISSION : NVML_ERROR_UNKNOWN;
+    int bad = fprintf(f, "%u\n", mw) < 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return NVML_ERROR_UNKNOWN;
+    }
+    return NVML_SUCCESS;
+}
+
+/* Whether job id `id` is listed in FAKE_NVML_IDLE_JOBS. */
+static int job_idle(const char* id)
+{
+    const char* path = getenv("FAKE_NVML_IDLE_JOBS");
+    if (!path || !*path)
+        return 0;
+    FILE* f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[64];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        line[strcspn(line, " \t\r\n")] = 0;
+        found = line[0] && strcmp(line, id) == 0;
+    }
+    fclose(f);
+    return found;
+}
+
+static int gpu_busy(unsigned i)
+{
+    const char* dir = getenv("FAKE_NVML_JOBMAP_DIR");
+    if (!dir || !*dir)
+        return 0;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%u", dir, i);
+    FILE* f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[64];
+    int busy = 0;
+    while (!busy && fgets(line, sizeof line, f)) {
+        line[strcspn(line, " \t\r\n")] = 0;
+        busy = line[0] && !job_idle(line);
+    }
+    fclose(f);
+    return busy;
+}
+
+/* The checks every power call starts with: GPU index, or -1 with *rc set. */
+static int power_device(nvmlDevice_t device, const void* out, nvmlReturn_t* rc)
+{
+    if (!init_count) {
+        *rc = NVML_ERROR_UNINITIALIZED;
+        return -1;
+    }
+    int i = device_index(device);
+    if (i < 0 || !out) {
+        *rc = NVML_ERROR_INVALID_ARGUMENT;
+        return -1;
+    }
+    return i;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power)
+{
+    nvmlReturn_t rc = NVML_SUCCESS;
+    int i = power_device(device, power, &rc);
+    if (i < 0)
+        return rc;
+    unsigned limit = current_limit_mw((unsigned)i);
+    unsigned draw =
+        gpu_busy((unsigned)i) ? watts_env_mw("FAKE_NVML_BUSY_W", 1000) : watts_env_mw("FAKE_NVML_IDLE_W", 90);
+    *power = draw < limit ? draw : limit;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int* limit)
+{
+    nvmlReturn_t rc = NVML_SUCCESS;
+    int i = power_device(device, limit, &rc);
+    if (i < 0)
+        return rc;
+    *limit = current_limit_mw((unsigned)i);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int* limit)
+{
+    return nvmlDeviceGetPowerManagementLimit(device, limit);
+}
+
+nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device, unsigned int* defaultLimit)
+{
+    nvmlReturn_t rc = NVML_SUCCESS;
+    int i = power_device(device, defaultLimit, &rc);
+    if (i < 0)
+        return rc;
+    *defaultLimit = default_limit_mw();
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device, unsigned int* minLimit,
+                                                          unsigned int* maxLimit)
+{
+    nvmlReturn_t rc = NVML_SUCCESS;
+    int i = power_device(device, minLimit, &rc);
+    if (i < 0)
+        return rc;
+    if (!maxLimit)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *minLimit = min_limit_mw();
+    *maxLimit = max_limit_mw();
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, unsigned int limit)
+{
+    nvmlReturn_t rc = NVML_SUCCESS;
+    int i = power_device(device, &limit, &rc);
+    if (i < 0)
+        return rc;
+    long e = env_long("FAKE_NVML_SET_LIMIT_ERROR", 0);
+    if (e != 0)
+        return (nvmlReturn_t)e;
+    if (limit < min_limit_mw() || limit > max_limit_mw())
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return store_limit_mw((unsigned)i, limit);
 }
 
 #if defined(__clang__) && __clang_major__ >= 17

@@ -28,7 +28,8 @@ opts() { grep -oE -- '^ +(-[A-Za-z],)?--[a-z][a-z0-9-]+' | grep -oE -- '--[a-z0-
 subs() { sed -n '/^Subcommands:/,$p' | sed -n 's/^  \([a-z][a-z-]*\) .*/\1/p'; }
 
 for page in man1/m2g.1 man1/m2g-exporter.1 man5/m2g.conf.5 man5/m2g-recipes.conf.5 \
-	man8/m2g-slinky.8 man8/topology_m2g.8 man8/spank_m2g.8 man8/select_m2g.8 man8/job_submit_m2g.8; do
+	man8/m2g-slinky.8 man8/m2g-nodeagent.8 man8/m2g-curtaild.8 man8/topology_m2g.8 man8/spank_m2g.8 man8/select_m2g.8 \
+	man8/job_submit_m2g.8; do
 	warn=$(tb_unsanitized groff -man -ww -z "$SRC/doc/$page" 2>&1 | head -3)
 	is "$warn" "" "$page renders without groff warnings"
 done
@@ -49,7 +50,8 @@ done
 ok "[[ ${#words[@]} -gt 40 ]]" "m2g --help lists its commands and options (${#words[@]} names)"
 is "$(missing man1/m2g.1 "${words[@]}")" "" "m2g(1) names every subcommand and option m2g accepts"
 
-for prog in src/exporter/m2g-exporter:man1/m2g-exporter.1 slinky/src/m2g-slinky:man8/m2g-slinky.8; do
+for prog in src/exporter/m2g-exporter:man1/m2g-exporter.1 slinky/src/m2g-slinky:man8/m2g-slinky.8 \
+	src/nodeagent/m2g-nodeagent:man8/m2g-nodeagent.8 src/curtail/m2g-curtaild:man8/m2g-curtaild.8; do
 	bin=$BUILD/${prog%%:*} page=${prog#*:}
 	mapfile -t o < <("$bin" --help | opts)
 	ok "[[ ${#o[@]} -gt 2 ]]" "$(basename "$bin") --help lists its options"

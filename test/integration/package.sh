@@ -95,8 +95,13 @@ ok "[[ ! -e $STOCK_DIR/select_m2g.so && \$(ls '$M2G_DIR') == select_cons_tres.so
 for prog in m2g m2g-exporter m2g-slinky; do
 	is "$("/usr/bin/$prog" --version 2>&1)" "$prog $VERSION" "/usr/bin/$prog --version"
 done
+for prog in m2g-nodeagent m2g-curtaild; do
+	is "$("/usr/sbin/$prog" --version 2>&1)" "$prog $VERSION" "/usr/sbin/$prog --version"
+	ok "grep -q '^ExecStart=/usr/sbin/$prog ' /lib/systemd/system/$prog.service" \
+		"$prog.service runs the installed /usr/sbin/$prog"
+done
 for page in 1:m2g 1:m2g-exporter 5:m2g.conf 5:m2g-recipes.conf 8:select_m2g 8:topology_m2g 8:job_submit_m2g \
-	8:spank_m2g 8:m2g-slinky; do
+	8:spank_m2g 8:m2g-slinky 8:m2g-nodeagent 8:m2g-curtaild; do
 	ok "[[ -f /usr/share/man/man${page%%:*}/${page#*:}.${page%%:*}.gz ]]" "man ${page%%:*} ${page#*:} is installed"
 done
 EX=/usr/share/doc/m2g-tools/examples

@@ -967,3 +967,32 @@ TEST_F(Admission, GateBlocksOnSitePowerHoldAndPacing)
     later.now = kNow + m.admission.pace_interval_sec;
     EXPECT_FALSE(gate(m, view(), later, {}, &pc, usable, heat).blocked);
 }
+
+// Pre-event ramp: a deferrable job that would still run when an announced
+// event starts is judged against the event's budget; one that ends before
+// it, and non-deferrable work, are not.
+TEST_F(Admission, GateJudgesJobsRunningIntoAnAnnouncedEventByItsBudget)
+{
+    site_event("dr-soon", kNow + 10 * kMin, kNow + 3 * kHour, 30);  // 1200 -> 840 kW from 20:10
+    s.site.draw_kw = 838;
+    std::vector<uint8_t> usable(m.nodes.size(), 1);
+    std::vector<double> heat;
+    GateRequest r = gate_job(WorkloadClass::Training, 2);  // 1 h limit: runs into the event
+    GateResult g = gate(m, view(), r, {}, nullptr, usable, heat);
+    EXPECT_TRUE(g.blocked);
+    EXPECT_EQ(g.reason, "site power: 2.0 kW free of 840.0 kW (event dr-soon from 2026-11-29T20:10:00Z)");
+    EXPECT_EQ(g.wait, WaitCause::SitePower);
+    r.time_limit_s = 5 * kMin;  // done before it starts
+    EXPECT_FALSE(gate(m, view(), r, {}, nullptr, usable, heat).blocked);
+    r.time_limit_s = 0;  // unlimited: every announced event counts
+    EXPECT_TRUE(gate(m, view(), r, {}, nullptr, usable, heat).blocked);
+    EXPECT_FALSE(gate(m, view(), gate_job(WorkloadClass::Inference, 2), {}, nullptr, usable, heat).blocked);
+    // The lowest budget over the span, and which event set it.
+    const CurtailmentEvent* soon = nullptr;
+    const SignalsView v = view();
+    EXPECT_DOUBLE_EQ(lowest_budget_kw(m, v.snap.get(), EventScope::Site, kNone, kNow, kNow + kHour, &soon), 840);
+    ASSERT_TRUE(soon);
+    EXPECT_EQ(soon->id, "dr-soon");
+    EXPECT_DOUBLE_EQ(lowest_budget_kw(m, v.snap.get(), EventScope::Site, kNone, kNow, kNow + kMin, &soon), 1200);
+    EXPECT_EQ(soon, nullptr);
+}

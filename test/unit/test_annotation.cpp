@@ -575,3 +575,38 @@ TEST(AnnotationStruct, GarbageNeverThrowsAndLeavesFieldsEmpty)
     EXPECT_EQ(g.unknown_class, "gaming");
     EXPECT_EQ(m2g::parse_admission("admission-ish words").verdict, std::nullopt);
 }
+
+// m2g-curtaild's part comes last and leaves the other two alone.
+TEST(Annotation, CurtailPartFollowsAdmission)
+{
+    std::string c = set_annotation("ticket 7 m2g:[domains=nvl01; admission=admit class=training]",
+                                   AnnotationPart::Curtail, "cap w_gpu=300 cause=dr-1 scope=site at=2026-11-29T20:00:00Z");
+    EXPECT_EQ(c, "ticket 7 m2g:[domains=nvl01; admission=admit class=training; curtail=cap w_gpu=300 cause=dr-1 "
+                 "scope=site at=2026-11-29T20:00:00Z]");
+    c = set_annotation(c, AnnotationPart::Placement, "domains=nvl02");
+    c = set_annotation(c, AnnotationPart::Admission, "admit class=batch");
+    EXPECT_EQ(get_annotation(c, AnnotationPart::Curtail), "cap w_gpu=300 cause=dr-1 scope=site at=2026-11-29T20:00:00Z");
+    EXPECT_EQ(get_annotation(c, AnnotationPart::Placement), "domains=nvl02");
+    EXPECT_EQ(get_annotation(c, AnnotationPart::Admission), "admit class=batch");
+    c = set_annotation(c, AnnotationPart::Curtail, "");
+    EXPECT_EQ(c, "ticket 7 m2g:[domains=nvl02; admission=admit class=batch]");
+}
+
+// defer=no: an honoured --m2g-defer=no, so that readers outside slurmctld
+// (m2g-curtaild) leave the job alone.
+TEST(Annotation, HonouredNoDeferIsRecorded)
+{
+    m2g::AdmissionPolicy ap;
+    m2g::Decision d;
+    d.deferrable = false;
+    m2g::JobIntent intent;
+    intent.workload_class = m2g::WorkloadClass::Training;
+    intent.defer = m2g::DeferConsent::No;
+    const m2g::AdmissionAnnotation a = m2g::admission_annotation(d, intent, ap, 0, false);
+    EXPECT_TRUE(a.no_defer);
+    EXPECT_EQ(m2g::format(a), "admit class=training w_gpu=413 defer=no");
+    EXPECT_EQ(m2g::parse_admission(m2g::format(a)), a);
+    d.deferrable = true;  // converted (NoDeferAction=convert): deferrable after all
+    EXPECT_FALSE(m2g::admission_annotation(d, intent, ap, 0, false).no_defer);
+    EXPECT_FALSE(m2g::parse_admission("admit class=training w_gpu=413").no_defer);
+}

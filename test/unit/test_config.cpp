@@ -125,7 +125,8 @@ TEST(ConfigErrors, UnknownKeyNamesLineAndAcceptedKeys)
               "SignalsStatusFile, Admission, DefaultDeferrable, DefaultPowerPerGpuW, PowerRetrySec, RampRateKWPerMin, "
               "PaceIntervalSec, PaceGpusPerInterval, DeferExemptAccounts, DeferExemptGroups, NoDeferAction, "
               "MaintenanceAction, ReleaseCheckSec, EnergyPricePerKWh, EnergyCurrency, StatsDir, BridgeIntentsFile, "
-              "PrivilegedAccounts, PrivilegedGroups, PrivilegedTags, PrivilegedClasses");
+              "PrivilegedAccounts, PrivilegedGroups, PrivilegedTags, PrivilegedClasses, CurtailMode, CapFloorW, "
+              "IdlePowerPerGpuW, CurtailMarginPct, CheckpointGraceSec, CurtailIntervalSec, NodeAgentURL, NodeAgentTokenFile");
 }
 
 TEST(ConfigErrors, DuplicateNode)
@@ -433,7 +434,7 @@ TEST(ConfigErrors, ClassNameLines)
               "m2g.conf:2: PowerPerGpuW=-1 is not valid; expected watts per GPU from 0 to 5000 (0: "
               "DefaultPowerPerGpuW, else the built-in class default)");
     EXPECT_EQ(error_of("NodeName=n1\nClassName=training Power=300\n"),
-              "m2g.conf:2: unknown key 'Power' in a ClassName line; accepted keys: Deferrable, PowerPerGpuW");
+              "m2g.conf:2: unknown key 'Power' in a ClassName line; accepted keys: Deferrable, PowerPerGpuW, Curtail, CapFloorW");
     EXPECT_EQ(error_of("NodeName=n1\nClassName=training,batch Deferrable=no\n"),
               "m2g.conf:2: ClassName=training,batch: one name per line (hostlist expressions are accepted only in "
               "NodeName, Nodes, Domains and Switches)");

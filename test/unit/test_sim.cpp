@@ -443,15 +443,17 @@ TEST(SimPower, DrawsAreSeededAndEqualAcrossPolicies)
     EXPECT_NE(a.job_results[0].w_gpu, a.job_results[1].w_gpu);
 }
 
-// Site budget 10 kW; a DR event cuts 5 kW from 100 to 400 s. Training
-// draws its class estimate, 413 W per GPU. A (16 GPUs, 6.608 kW) runs 0-1000;
-// B (4 GPUs, 1.652 kW) arrives during the event; C (16 GPUs) at 600 would
-// take the site to 13.216 kW.
-//   m2g:       decide() defers B to the event's end (400) and C by
-//              PowerRetrySec (300) until A has ended: C starts at 1200. One
-//              violation: A alone is over the 5 kW cap for the whole event.
-//   baselines: B at 150 and C at 600: two violations (the event, and
-//              600-700 over the 10 kW budget), the larger 8.26 - 5 kW.
+// Site budget 10 kW; a DR event cuts 5 kW from 100 to 400 s, announced in
+// the feed from the start. Training draws its class estimate, 413 W per
+// GPU. A (16 GPUs, 6.608 kW, 1000 s) arrives at 0; B (4 GPUs, 1.652 kW)
+// during the event; C (16 GPUs) at 600 would take the site to 13.216 kW.
+//   m2g:       gate()'s pre-event ramp keeps A from starting into the
+//              event (6.608 kW over its 5 kW): A starts at its end (400);
+//              decide() defers B to the event's end (400) and C by
+//              PowerRetrySec (300) until A has ended (1400): C starts at
+//              1500. No violation.
+//   baselines: A at 0, B at 150 and C at 600: two violations (the event,
+//              and 600-700 over the 10 kW budget), the larger 8.26 - 5 kW.
 TEST(SimPower, DemandResponseThroughDecideAndGate)
 {
     const Signals feed = parse_signals(R"({"schema":"m2g.signals/v1","generated_at":1767225600,
@@ -466,19 +468,19 @@ TEST(SimPower, DemandResponseThroughDecideAndGate)
         o.timeline = &feed;
         const SimResult r = simulate(tiny(), t, o);
         const bool m2g = p == SimPolicy::M2G;
-        EXPECT_EQ(job(r, "A").start, 0);
+        EXPECT_EQ(job(r, "A").start, m2g ? 400 : 0);
         EXPECT_EQ(job(r, "B").start, m2g ? 400 : 150);
         EXPECT_EQ(job(r, "B").eligible, m2g ? 400 : 150);
-        EXPECT_EQ(job(r, "C").start, m2g ? 1200 : 600);
-        EXPECT_EQ(r.deferred, m2g ? 2 : 0);
+        EXPECT_EQ(job(r, "C").start, m2g ? 1500 : 600);
+        EXPECT_EQ(r.deferred, m2g ? 3 : 0);  // A too: pending when the event starts, it is deferred to its end
         EXPECT_EQ(job(r, "B").deferred, m2g);
         if (m2g) {
             EXPECT_EQ(job(r, "B").admission.rfind("defer: DR event dr1 (site -5 kW) until 2026-01-01T00:06:40Z", 0), 0u)
                 << job(r, "B").admission;
         }
-        EXPECT_EQ(r.cap_violations, m2g ? 1 : 2);
-        EXPECT_DOUBLE_EQ(r.cap_violation_s, m2g ? 300 : 400);
-        EXPECT_NEAR(r.cap_peak_over_kw, m2g ? 6.608 - 5 : 8.26 - 5, 1e-9);
+        EXPECT_EQ(r.cap_violations, m2g ? 0 : 2);
+        EXPECT_DOUBLE_EQ(r.cap_violation_s, m2g ? 0 : 400);
+        EXPECT_NEAR(r.cap_peak_over_kw, m2g ? 0 : 8.26 - 5, 1e-9);
         ASSERT_EQ(r.events.size(), 1u);
         const SimEventResult& e = r.events[0];
         EXPECT_EQ(e.id, "dr1");
@@ -486,10 +488,10 @@ TEST(SimPower, DemandResponseThroughDecideAndGate)
         EXPECT_DOUBLE_EQ(e.start, 100);
         EXPECT_DOUBLE_EQ(e.end, 400);
         EXPECT_DOUBLE_EQ(e.budget_kw, 5);
-        EXPECT_NEAR(e.draw_at_start_kw, 6.608, 1e-9);
-        EXPECT_NEAR(e.peak_draw_kw, m2g ? 6.608 : 8.26, 1e-9);
-        EXPECT_DOUBLE_EQ(e.response_s, -1);  // A runs past the event
-        EXPECT_DOUBLE_EQ(e.over_s, 300);
+        EXPECT_NEAR(e.draw_at_start_kw, m2g ? 0 : 6.608, 1e-9);
+        EXPECT_NEAR(e.peak_draw_kw, m2g ? 0 : 8.26, 1e-9);
+        EXPECT_DOUBLE_EQ(e.response_s, m2g ? 0 : -1);  // baselines: A runs past the event
+        EXPECT_DOUBLE_EQ(e.over_s, m2g ? 0 : 300);
         EXPECT_NEAR(r.peak_site_kw, m2g ? 8.26 : 13.216, 1e-9);
     }
 }

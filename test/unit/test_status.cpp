@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "topology/annotation.hpp"
 #include "topology/config.hpp"
 #include "topology/status.hpp"
 
@@ -728,6 +729,22 @@ TEST_F(StatusTest, RunningPlacedAndDone)
               "Job 9 has ended; it ran across nvl04,nvl05 (leaves leaf01,leaf02), spanning 2 NVLink domains.");
     EXPECT_EQ(explain_job(m, c, SignalsView{}, job(5, JobState::Running, WorkloadClass::Unset, 4, ""), kNow).summary,
               "Job 5 runs without an m2g placement record (Slurm placed it alone).");
+}
+
+// What m2g-curtaild last did to a running job is part of its explanation.
+TEST_F(StatusTest, RunningJobCurtailedDuringAnEvent)
+{
+    JobView& j = job(102, JobState::Running, WorkloadClass::Training, 72,
+                     set_annotation(kPlaced, AnnotationPart::Curtail,
+                                    "cap w_gpu=300 cause=dr-1 scope=site at=2026-11-29T20:00:00Z"));
+    j.node_idx = m.domains[1].nodes;
+    const ParsedAnnotation a = parse_annotation(j.admin_comment);
+    EXPECT_EQ(a.curtail, "cap w_gpu=300 cause=dr-1 scope=site at=2026-11-29T20:00:00Z");
+    EXPECT_EQ(a.placement, PlacementKind::Placed) << "the placement part is untouched";
+    const Explanation e = explain_job(m, c, SignalsView{}, j, kNow);
+    EXPECT_EQ(e.evidence.back(),
+              "m2g-curtaild, last action during a power event: cap w_gpu=300 cause=dr-1 scope=site "
+              "at=2026-11-29T20:00:00Z");
 }
 
 TEST_F(StatusTest, PacedAtPlacementAndByAdmission)

@@ -710,9 +710,14 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
         if (enforce && (d.verdict == m2g::Verdict::Defer || d.verdict == m2g::Verdict::Pace) &&
             d.begin_time > static_cast<int64_t>(job_desc->begin_time))
             job_desc->begin_time = d.begin_time;
+        m2g::AdmissionAnnotation note = m2g::admission_annotation(d, r.intent, ap, r.user_begin, !enforce);
+        // The job's --signal: m2g-curtaild, outside slurmctld, cannot see it
+        // and sends it as the checkpoint request before a requeue.
+        if (job_desc->warn_signal && job_desc->warn_signal != NO_VAL16 && job_desc->warn_signal <= 64)
+            note.checkpoint_signal = std::string((job_desc->warn_flags & KILL_JOB_BATCH) ? "B:" : "") +
+                                     std::to_string(job_desc->warn_signal);
         const std::string updated =
-            m2g::write_annotation(job_desc->admin_comment ? job_desc->admin_comment : "",
-                                  m2g::admission_annotation(d, r.intent, ap, r.user_begin, !enforce));
+            m2g::write_annotation(job_desc->admin_comment ? job_desc->admin_comment : "", note);
         xfree(job_desc->admin_comment);
         job_desc->admin_comment = xstrdup(updated.c_str());
         if (r.intent.explain && err_msg && !*err_msg)

@@ -1,0 +1,690 @@
+// m2g-curtaild: the curtailment controller (issue 19, m2g-curtaild(8)).
+//
+// Every CurtailIntervalSec it reads the signals feed (the same SignalFeed
+// the plugins use), the running jobs through libslurm, and asks the core
+// planner (topology/curtail.hpp) what to do; then applies the plan:
+//   caps           PUT/DELETE on the m2g-nodeagent of each of the job's nodes
+//                  (NodeAgentURL=, or --agent-map), which sets the NVML power
+//                  limit on exactly the job's GPUs;
+//   suspend/resume slurm_suspend()/slurm_resume();
+//   requeue        the job's own --signal first (signal= in its annotation),
+//                  slurm_requeue() CheckpointGraceSec later.
+// Each action goes into the job's AdminComment (the curtail= part of the
+// m2g segment, which sacct and `m2g explain` show) and into the audit log,
+// one JSON object per line.
+//
+// Why a daemon beside slurmctld and not a thread inside job_submit/m2g:
+// suspend, resume and requeue are RPCs *to* slurmctld, which a plugin
+// thread would have to send to its own process (while slurmctld's locks may
+// be held by the thread that called the plugin), and every cap is an HTTP
+// round trip to a node, which must never stall scheduling. As a separate
+// process it can fail, restart (its state file keeps what it curtailed) or
+// be stopped without touching slurmctld; it needs only the operator
+// privileges those RPCs need. It runs as SlurmUser under systemd
+// (contrib/systemd/m2g-curtaild.service).
+#include <CLI/CLI.hpp>
+#include <json-c/json.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "m2g_config.h"
+#include "nodeagent/client.hpp"
+#include "slurmapi/slurm_control.hpp"
+#include "slurmapi/slurm_view.hpp"
+#include "topology/annotation.hpp"
+#include "topology/config.hpp"
+#include "topology/curtail.hpp"
+#include "topology/error.hpp"
+#include "topology/signals.hpp"
+#include "topology/status.hpp"
+#include "topology/well_known.hpp"
+
+namespace {
+
+constexpr const char* kProg = "m2g-curtaild";
+std::atomic<bool> g_stop{false};
+
+void on_signal(int)
+{
+    g_stop = true;
+}
+
+std::string utc_now()
+{
+    return m2g::format_utc(std::time(nullptr));
+}
+
+void log(const std::string& line)
+{
+    std::fprintf(stderr, "%s %s: %s\n", utc_now().c_str(), kProg, line.c_str());
+    std::fflush(stderr);
+}
+
+std::string default_conf()
+{
+    if (const char* c = std::getenv("M2G_CONF"); c && *c)
+        return c;
+    if (const char* sc = std::getenv("SLURM_CONF"); sc && *sc) {
+        std::string dir(sc);
+        const auto slash = dir.rfind('/');
+        return (slash == std::string::npos ? std::string(".") : dir.substr(0, slash)) + "/" + m2g::kw::kConfFile;
+    }
+    return "/etc/slurm/m2g.conf";
+}
+
+std::string read_text(const std::string& path)
+{
+    std::ifstream in(path);
+    if (!in)
+        throw m2g::Error(path + ": " + std::strerror(errno));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// Write `text` to `path` through a temporary file and rename(2).
+void write_atomic(const std::string& path, const std::string& text)
+{
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << text;
+        if (!out.flush())
+            throw m2g::Error(tmp + ": " + std::strerror(errno));
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+        throw m2g::Error("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+}
+
+// What m2g-curtaild did to one job, kept across restarts.
+struct Record {
+    double cap_w = 0;
+    bool suspended = false;
+    int64_t signalled_at = 0;
+    int64_t changed_at = 0;
+    double w_gpu_before = 0;
+    std::string curtailed_for;
+    uint64_t order = 0;
+};
+
+struct State {
+    m2g::CurtailState plan;
+    std::map<uint32_t, Record> jobs;
+};
+
+std::string state_json(const State& s)
+{
+    json_object* root = json_object_new_object();
+    json_object_object_add(root, "schema", json_object_new_string("m2g.curtaild-state/v1"));
+    json_object_object_add(root, "last_restore", json_object_new_int64(s.plan.last_restore));
+    json_object_object_add(root, "next_order", json_object_new_int64(static_cast<int64_t>(s.plan.next_order)));
+    json_object* jobs = json_object_new_object();
+    for (const auto& [id, r] : s.jobs) {
+        json_object* j = json_object_new_object();
+        json_object_object_add(j, "cap_w", json_object_new_double(r.cap_w));
+        json_object_object_add(j, "suspended", json_object_new_boolean(r.suspended));
+        json_object_object_add(j, "signalled_at", json_object_new_int64(r.signalled_at));
+        json_object_object_add(j, "changed_at", json_object_new_int64(r.changed_at));
+        json_object_object_add(j, "w_gpu_before", json_object_new_double(r.w_gpu_before));
+        json_object_object_add(j, "curtailed_for", json_object_new_string(r.curtailed_for.c_str()));
+        json_object_object_add(j, "order", json_object_new_int64(static_cast<int64_t>(r.order)));
+        json_object_object_add(jobs, std::to_string(id).c_str(), j);
+    }
+    json_object_object_add(root, "jobs", jobs);
+    std::string out = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY) + std::string("\n");
+    json_object_put(root);
+    return out;
+}
+
+State read_state(const std::string& path)
+{
+    State s;
+    struct stat st {};
+    if (path.empty() || ::stat(path.c_str(), &st) != 0)
+        return s;
+    json_object* root = json_tokener_parse(read_text(path).c_str());
+    if (!root || !json_object_is_type(root, json_type_object)) {
+        if (root)
+            json_object_put(root);
+        throw m2g::Error(path + ": not an m2g.curtaild-state/v1 JSON object; move it away to start afresh (the "
+                         "caps it recorded are lifted by each node agent when their jobs end)");
+    }
+    auto num = [](json_object* o, const char* k) {
+        json_object* v = nullptr;
+        return json_object_object_get_ex(o, k, &v) ? json_object_get_double(v) : 0.0;
+    };
+    s.plan.last_restore = static_cast<int64_t>(num(root, "last_restore"));
+    s.plan.next_order = std::max<uint64_t>(1, static_cast<uint64_t>(num(root, "next_order")));
+    json_object* jobs = nullptr;
+    if (json_object_object_get_ex(root, "jobs", &jobs) && json_object_is_type(jobs, json_type_object)) {
+        json_object_object_foreach(jobs, key, val)
+        {
+            char* end = nullptr;
+            const unsigned long id = std::strtoul(key, &end, 10);
+            if (!end || *end || id == 0 || !json_object_is_type(val, json_type_object))
+                continue;
+            Record r;
+            r.cap_w = num(val, "cap_w");
+            json_object* b = nullptr;
+            r.suspended = json_object_object_get_ex(val, "suspended", &b) && json_object_get_boolean(b);
+            r.signalled_at = static_cast<int64_t>(num(val, "signalled_at"));
+            r.changed_at = static_cast<int64_t>(num(val, "changed_at"));
+            r.w_gpu_before = num(val, "w_gpu_before");
+            json_object* cf = nullptr;
+            if (json_object_object_get_ex(val, "curtailed_for", &cf))
+                r.curtailed_for = json_object_get_string(cf);
+            r.order = static_cast<uint64_t>(num(val, "order"));
+            s.jobs[static_cast<uint32_t>(id)] = r;
+        }
+    }
+    json_object_put(root);
+    return s;
+}
+
+// Node name -> agent URL from an --agent-map file: "node url" per line, '#' comments.
+std::map<std::string, std::string> read_agent_map(const std::string& path)
+{
+    std::map<std::string, std::string> out;
+    std::istringstream in(read_text(path));
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) {
+        ++n;
+        const auto hash = line.find('#');
+        if (hash != std::string::npos)
+            line.resize(hash);
+        std::istringstream ls(line);
+        std::string node, url, extra;
+        if (!(ls >> node))
+            continue;
+        if (!(ls >> url) || (ls >> extra) || (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0))
+            throw m2g::Error(path + ":" + std::to_string(n) +
+                             ": expected \"NODE URL\" with an http:// or https:// URL, e.g. \"r01n01 "
+                             "http://10.0.0.7:6830\"");
+        out[node] = url;
+    }
+    return out;
+}
+
+std::string expand_url(const std::string& pattern, const std::string& node, const std::string& addr)
+{
+    std::string out;
+    for (size_t i = 0; i < pattern.size(); ++i) {
+        if (pattern[i] == '%' && i + 1 < pattern.size() && (pattern[i + 1] == 'n' || pattern[i + 1] == 'a')) {
+            out += pattern[i + 1] == 'n' ? node : addr;
+            ++i;
+        } else {
+            out += pattern[i];
+        }
+    }
+    return out;
+}
+
+class Controller {
+  public:
+    Controller(std::string conf, std::string state_path, std::string audit_path, std::string agent_map,
+               std::string status_path)
+        : conf_(std::move(conf)),
+          state_path_(std::move(state_path)),
+          audit_path_(std::move(audit_path)),
+          agent_map_path_(std::move(agent_map)),
+          status_path_(std::move(status_path))
+    {
+        state_ = read_state(state_path_);
+        load_conf(true);
+        if (!agent_map_path_.empty())
+            agent_map_ = read_agent_map(agent_map_path_);
+    }
+
+    int interval() const { return model_ ? model_->admission.curtail_interval_sec : 5; }
+
+    // One pass. Never throws.
+    void tick()
+    {
+        try {
+            load_conf(false);
+            run(static_cast<int64_t>(std::time(nullptr)));
+        } catch (const std::exception& e) {
+            log(std::string("error: ") + e.what() + "; nothing changed this pass");
+        }
+    }
+
+  private:
+    void load_conf(bool first)
+    {
+        struct stat st {};
+        if (::stat(conf_.c_str(), &st) != 0) {
+            if (first)
+                throw m2g::Error(conf_ + ": " + std::strerror(errno));
+            return;
+        }
+        const int64_t mtime = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+        if (!first && mtime == conf_mtime_)
+            return;
+        conf_mtime_ = mtime;
+        try {
+            auto m = std::make_unique<m2g::Model>(m2g::load_model(conf_));
+            feed_.reset();
+            model_ = std::move(m);
+            const m2g::AdmissionPolicy& ap = model_->admission;
+            if (!ap.signals_file.empty()) {
+                feed_ = std::make_unique<m2g::SignalFeed>(
+                    ap.signals_file, ap.signals_ttl_sec, ap.failsafe, *model_, [](m2g::LogLevel, const std::string& l) {
+                        log(l);
+                    });
+                feed_->refresh(std::time(nullptr));
+                feed_->start(ap.signals_poll_sec);
+            }
+            token_.clear();
+            if (!ap.node_agent_token_file.empty()) {
+                token_ = read_text(ap.node_agent_token_file);
+                while (!token_.empty() && (token_.back() == '\n' || token_.back() == '\r' || token_.back() == ' '))
+                    token_.pop_back();
+            }
+            log("m2g.conf " + conf_ + " loaded: CurtailMode=" + m2g::to_string(ap.curtail_mode) + ", " +
+                std::to_string(model_->nodes.size()) + " nodes, every " + std::to_string(ap.curtail_interval_sec) +
+                " s" + (ap.signals_file.empty() ? ", no SignalsFile (m2g.conf budgets only)" : ", signals " +
+                                                                                                 ap.signals_file));
+        } catch (const std::exception& e) {
+            if (first || !model_)
+                throw;
+            log(std::string("m2g.conf not reloaded, keeping the previous one: ") + e.what());
+        }
+    }
+
+    std::string agent_url(const std::string& node)
+    {
+        if (auto it = agent_map_.find(node); it != agent_map_.end())
+            return it->second;
+        if (addrs_.empty() || !addrs_.count(node))
+            addrs_ = m2g::node_addresses();
+        const auto a = addrs_.find(node);
+        return expand_url(model_->admission.node_agent_url, node, a == addrs_.end() ? node : a->second);
+    }
+
+    void audit(const m2g::CurtailAction& a, const std::string& mode, const std::string& result, int64_t now)
+    {
+        json_object* o = json_object_new_object();
+        json_object_object_add(o, "time", json_object_new_string(m2g::format_utc(now).c_str()));
+        json_object_object_add(o, "mode", json_object_new_string(mode.c_str()));
+        json_object_object_add(o, "job", json_object_new_int64(a.job));
+        json_object_object_add(o, "step", json_object_new_string(m2g::to_string(a.step)));
+        if (a.step == m2g::CurtailStep::Cap || a.step == m2g::CurtailStep::Uncap)
+            json_object_object_add(o, "cap_w", json_object_new_double(a.cap_w));
+        json_object_object_add(o, "delta_kw", json_object_new_double(a.delta_kw));
+        json_object_object_add(o, "scope", json_object_new_string(a.scope.c_str()));
+        json_object_object_add(o, "cause", json_object_new_string(a.cause.c_str()));
+        json_object_object_add(o, "reason", json_object_new_string(a.reason.c_str()));
+        json_object_object_add(o, "result", json_object_new_string(result.c_str()));
+        const std::string line = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        json_object_put(o);
+        log("JobId=" + std::to_string(a.job) + " " + m2g::to_string(a.step) +
+            (a.step == m2g::CurtailStep::Cap ? " to " + std::to_string(static_cast<int>(a.cap_w)) + " W" : "") +
+            (mode == "monitor" ? " (monitor: not applied)" : "") + ": " + a.reason + " [" + result + "]");
+        if (audit_path_.empty())
+            return;
+        if (FILE* f = std::fopen(audit_path_.c_str(), "a")) {
+            std::fprintf(f, "%s\n", line.c_str());
+            std::fclose(f);
+        } else if (!audit_failed_) {
+            log("cannot append to the audit log " + audit_path_ + ": " + std::strerror(errno));
+            audit_failed_ = true;
+        }
+    }
+
+    // Apply one action; false (with `why`) when it did not take effect.
+    bool apply(const m2g::CurtailAction& a, const m2g::JobView& job, const m2g::CurtailJob& cj, std::string& why)
+    {
+        const long timeout_ms = 3000;
+        try {
+            switch (a.step) {
+            case m2g::CurtailStep::Cap:
+            case m2g::CurtailStep::Uncap: {
+                std::vector<std::string> done;
+                for (int n : cj.nodes) {
+                    const std::string& node = model_->nodes[n].name;
+                    const std::string url = agent_url(node);
+                    try {
+                        if (a.cap_w > 0)
+                            m2g::nodeagent::set_cap(url, token_, a.job, a.cap_w, timeout_ms);
+                        else
+                            m2g::nodeagent::clear_cap(url, token_, a.job, timeout_ms);
+                        done.push_back(url);
+                    } catch (const std::exception& e) {
+                        // A cap on some nodes only is no cap: take back what was set.
+                        if (a.step == m2g::CurtailStep::Cap)
+                            for (const std::string& u : done) {
+                                try {
+                                    if (cj.cap_w > 0)
+                                        m2g::nodeagent::set_cap(u, token_, a.job, cj.cap_w, timeout_ms);
+                                    else
+                                        m2g::nodeagent::clear_cap(u, token_, a.job, timeout_ms);
+                                } catch (const std::exception&) {
+                                }
+                            }
+                        why = e.what();
+                        return false;
+                    }
+                }
+                break;
+            }
+            case m2g::CurtailStep::Suspend:
+                m2g::suspend_job(a.job);
+                break;
+            case m2g::CurtailStep::Resume:
+                m2g::resume_job(a.job);
+                break;
+            case m2g::CurtailStep::Signal:
+                m2g::signal_job(a.job, cj.checkpoint_signal, job.warn_batch_only);
+                break;
+            case m2g::CurtailStep::Requeue:
+                m2g::requeue_job(a.job);
+                break;
+            }
+        } catch (const std::exception& e) {
+            why = e.what();
+            return false;
+        }
+        return true;
+    }
+
+    void annotate(const m2g::JobView& job, const std::string& text)
+    {
+        const std::string next = m2g::set_annotation(job.admin_comment, m2g::AnnotationPart::Curtail, text);
+        if (next == job.admin_comment)
+            return;
+        try {
+            m2g::set_admin_comment(job.id, next);
+        } catch (const std::exception& e) {
+            log(std::string("annotation not written: ") + e.what());
+        }
+    }
+
+    void run(int64_t now)
+    {
+        const m2g::Model& m = *model_;
+        const m2g::AdmissionPolicy& ap = m.admission;
+        std::string err;
+        const m2g::ClusterView cv = m2g::load_cluster_view(m, &err);
+        if (!err.empty()) {
+            log(err + "; no action until slurmctld answers");
+            return;
+        }
+        // The running jobs, merged with what this controller did to them.
+        std::vector<m2g::CurtailJob> jobs;
+        std::map<uint32_t, const m2g::JobView*> views;
+        std::set<uint32_t> seen;
+        for (const m2g::JobView& j : cv.jobs) {
+            if (j.state != m2g::JobState::Running || j.node_idx.empty() || j.gpus <= 0)
+                continue;
+            seen.insert(j.id);
+            auto rec = state_.jobs.find(j.id);
+            if (j.suspended && (rec == state_.jobs.end() || !rec->second.suspended))
+                continue;  // suspended by someone else: not ours to resume
+            if (rec != state_.jobs.end() && rec->second.suspended && !j.suspended) {
+                log("JobId=" + std::to_string(j.id) + " was resumed outside m2g-curtaild; it is running again");
+                rec->second.suspended = false;
+            }
+            m2g::CurtailJob c;
+            c.id = j.id;
+            c.intent = j.intent;
+            c.nodes = j.node_idx;
+            c.gpus_per_node = (j.gpus + static_cast<int>(j.node_idx.size()) - 1) / static_cast<int>(j.node_idx.size());
+            c.w_gpu = j.intent.power_w_per_gpu;
+            c.start_time = j.start_time;
+            c.checkpoint_signal = j.warn_signal;
+            c.cap_unavailable = cap_failed_.count(j.id) > 0 && cap_failed_[j.id] > now;
+            if (rec != state_.jobs.end()) {
+                const Record& r = rec->second;
+                c.cap_w = r.cap_w;
+                c.suspended = r.suspended;
+                c.signalled_at = r.signalled_at;
+                c.changed_at = r.changed_at;
+                c.w_gpu_before = r.w_gpu_before;
+                c.curtailed_for = r.curtailed_for;
+                c.order = r.order;
+            }
+            jobs.push_back(c);
+            views[j.id] = &j;
+        }
+        // Jobs that ended or left (requeued, cancelled): forget them. Their
+        // node agents lift any cap when the job leaves the node.
+        for (auto it = state_.jobs.begin(); it != state_.jobs.end();)
+            it = seen.count(it->first) ? std::next(it) : state_.jobs.erase(it);
+
+        const m2g::SignalsView v = feed_ ? feed_->view(now) : m2g::SignalsView{};
+        const bool enforce = ap.curtail_mode == m2g::CurtailMode::Enforce;
+        m2g::CurtailPlan plan;
+        if (ap.curtail_mode == m2g::CurtailMode::Off) {
+            // Off with work still curtailed: give everything back, paced.
+            bool any = false;
+            for (const m2g::CurtailJob& j : jobs)
+                any = any || !j.curtailed_for.empty();
+            if (!any) {
+                report(plan, v, now);
+                return;
+            }
+            m2g::Model open = m;
+            open.site_power_budget_kw = 0;
+            for (auto& d : open.domains)
+                d.power_budget_kw = 0;
+            for (auto& f : open.fault_domains)
+                f.power_budget_kw = 0;
+            plan = m2g::plan_curtailment(open, m2g::SignalsView{}, jobs, state_.plan, now);
+        } else {
+            for (int pass = 0; pass < 2; ++pass) {
+                m2g::CurtailState trial = state_.plan;
+                plan = m2g::plan_curtailment(m, v, jobs, trial, now);
+                // Caps that cannot be applied: mark the jobs and plan again at
+                // once, so that suspension covers them in this same pass.
+                bool failed = false;
+                std::vector<m2g::CurtailAction> applied;
+                for (const m2g::CurtailAction& a : plan.actions) {
+                    m2g::CurtailJob* cj = nullptr;
+                    for (m2g::CurtailJob& j : jobs)
+                        if (j.id == a.job)
+                            cj = &j;
+                    if (!cj)
+                        continue;
+                    if (!enforce) {
+                        // Monitor: the same plan comes back every pass; record it once.
+                        const std::string said = m2g::to_string(a.step) + std::to_string(a.cap_w) + a.cause + a.scope;
+                        if (monitored_[a.job] == said)
+                            continue;
+                        monitored_[a.job] = said;
+                    }
+                    std::string why;
+                    const bool ok = !enforce || apply(a, *views[a.job], *cj, why);
+                    audit(a, enforce ? "enforce" : "monitor", ok ? "ok" : "failed: " + why, now);
+                    if (!ok) {
+                        if (a.step == m2g::CurtailStep::Cap) {
+                            cap_failed_[a.job] = now + 60;
+                            cj->cap_unavailable = true;
+                            failed = true;
+                        }
+                        continue;
+                    }
+                    if (!enforce) {
+                        annotate(*views[a.job], "monitor would " + m2g::curtail_annotation(a, now));
+                        continue;
+                    }
+                    m2g::apply_curtail_action(*cj, a, state_.plan, ap, now);
+                    annotate(*views[a.job], m2g::curtail_annotation(a, now));
+                    record(*cj);
+                }
+                if (enforce)
+                    state_.plan.last_restore = trial.last_restore;  // the restore ramp's clock
+                if (!failed)
+                    break;
+            }
+            save();
+            report(plan, v, now);
+            return;
+        }
+        for (const m2g::CurtailAction& a : plan.actions) {
+            m2g::CurtailJob* cj = nullptr;
+            for (m2g::CurtailJob& j : jobs)
+                if (j.id == a.job)
+                    cj = &j;
+            std::string why;
+            const bool ok = cj && apply(a, *views[a.job], *cj, why);
+            audit(a, "off", ok ? "ok" : "failed: " + why, now);
+            if (ok) {
+                m2g::apply_curtail_action(*cj, a, state_.plan, ap, now);
+                annotate(*views[a.job], m2g::curtail_annotation(a, now));
+                record(*cj);
+            }
+        }
+        save();
+        report(plan, v, now);
+    }
+
+    void record(const m2g::CurtailJob& j)
+    {
+        if (j.curtailed_for.empty() && !j.suspended && j.cap_w <= 0 && j.signalled_at == 0) {
+            state_.jobs.erase(j.id);
+            return;
+        }
+        Record& r = state_.jobs[j.id];
+        r.cap_w = j.cap_w;
+        r.suspended = j.suspended;
+        r.signalled_at = j.signalled_at;
+        r.changed_at = j.changed_at;
+        r.w_gpu_before = j.w_gpu_before;
+        r.curtailed_for = j.curtailed_for;
+        r.order = j.order;
+    }
+
+    void save()
+    {
+        if (state_path_.empty())
+            return;
+        try {
+            write_atomic(state_path_, state_json(state_));
+        } catch (const std::exception& e) {
+            log(std::string("state not saved: ") + e.what());
+        }
+    }
+
+    // The status file: the last plan's scopes and what is curtailed.
+    void report(const m2g::CurtailPlan& plan, const m2g::SignalsView& v, int64_t now)
+    {
+        if (plan.summary != last_summary_ && !plan.summary.empty()) {
+            log(plan.summary);
+            last_summary_ = plan.summary;
+        }
+        if (status_path_.empty())
+            return;
+        json_object* root = json_object_new_object();
+        json_object_object_add(root, "schema", json_object_new_string("m2g.curtaild-status/v1"));
+        json_object_object_add(root, "time", json_object_new_string(m2g::format_utc(now).c_str()));
+        json_object_object_add(root, "mode", json_object_new_string(m2g::to_string(model_->admission.curtail_mode)));
+        json_object_object_add(root, "feed", json_object_new_string(m2g::to_string(v.state)));
+        json_object_object_add(root, "summary", json_object_new_string(plan.summary.c_str()));
+        json_object* scopes = json_object_new_array();
+        for (const m2g::CurtailScope& s : plan.scopes) {
+            json_object* o = json_object_new_object();
+            json_object_object_add(o, "name", json_object_new_string(s.name.c_str()));
+            json_object_object_add(o, "budget_kw", json_object_new_double(s.budget_kw));
+            json_object_object_add(o, "target_kw", json_object_new_double(s.target_kw));
+            json_object_object_add(o, "draw_kw", json_object_new_double(s.draw_kw));
+            json_object_object_add(o, "after_kw", json_object_new_double(s.after_kw));
+            json_object_object_add(o, "cause", json_object_new_string(s.cause.c_str()));
+            json_object_array_add(scopes, o);
+        }
+        json_object_object_add(root, "scopes", scopes);
+        json_object* cur = json_object_new_object();
+        for (const auto& [id, r] : state_.jobs) {
+            json_object* o = json_object_new_object();
+            json_object_object_add(o, "cap_w", json_object_new_double(r.cap_w));
+            json_object_object_add(o, "suspended", json_object_new_boolean(r.suspended));
+            json_object_object_add(o, "signalled", json_object_new_boolean(r.signalled_at > 0));
+            json_object_object_add(o, "scope", json_object_new_string(r.curtailed_for.c_str()));
+            json_object_object_add(cur, std::to_string(id).c_str(), o);
+        }
+        json_object_object_add(root, "curtailed", cur);
+        const std::string text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY) + std::string("\n");
+        json_object_put(root);
+        try {
+            write_atomic(status_path_, text);
+        } catch (const std::exception& e) {
+            log(std::string("status not written: ") + e.what());
+        }
+    }
+
+    std::string conf_, state_path_, audit_path_, agent_map_path_, status_path_;
+    int64_t conf_mtime_ = 0;
+    std::unique_ptr<m2g::Model> model_;
+    std::unique_ptr<m2g::SignalFeed> feed_;
+    std::string token_;
+    std::map<std::string, std::string> agent_map_, addrs_;
+    State state_;
+    std::map<uint32_t, int64_t> cap_failed_;  // job -> until when caps are not tried again
+    std::map<uint32_t, std::string> monitored_;  // monitor mode: the last action recorded per job
+    std::string last_summary_;
+    bool audit_failed_ = false;
+};
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    std::string conf, state = "/var/lib/m2g/curtaild-state.json", audit, agent_map, status;
+    bool once = false;
+    CLI::App app{"m2g-curtaild: keeps every power scope under its budget during demand-response events by capping, "
+                 "suspending or requeueing running jobs as m2g.conf allows, and gives the power back when they end. "
+                 "See m2g-curtaild(8)."};
+    app.add_option("--conf", conf, "m2g.conf (default: $M2G_CONF, else m2g.conf next to $SLURM_CONF, else "
+                                   "/etc/slurm/m2g.conf)");
+    app.add_option("--state", state, "where it keeps what it curtailed across restarts (default "
+                                     "/var/lib/m2g/curtaild-state.json; \"\" none)");
+    app.add_option("--audit-log", audit, "append every action as one JSON object per line to this file");
+    app.add_option("--status", status, "write the last plan (scopes, draw, what is curtailed) to this JSON file");
+    app.add_option("--agent-map", agent_map, "file of \"NODE URL\" lines overriding NodeAgentURL= (nodes sharing "
+                                             "an address, e.g. test clusters)");
+    app.add_flag("--once", once, "one pass, then exit");
+    app.set_version_flag("--version", std::string(kProg) + " " + PACKAGE_VERSION);
+    CLI11_PARSE(app, argc, argv);
+    try {
+        if (conf.empty())
+            conf = default_conf();
+        struct sigaction sa {};
+        sa.sa_handler = on_signal;
+        sigaction(SIGTERM, &sa, nullptr);
+        sigaction(SIGINT, &sa, nullptr);
+        signal(SIGPIPE, SIG_IGN);
+        Controller c(conf, state, audit, agent_map, status);
+        if (once) {
+            c.tick();
+            return 0;
+        }
+        log("running (pid " + std::to_string(::getpid()) + ")");
+        while (!g_stop) {
+            c.tick();
+            for (int i = 0; i < c.interval() * 10 && !g_stop; ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        log("stopping");
+        return 0;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# The grid shock absorber end to end (issue 19) on the real testbed: one
+# NVL72 rack, every m2g plugin, an m2g-nodeagent per node on the fake NVML
+# (a GPU's draw follows its power limit and whether a job runs on it), a
+# fake BMS that meters the GPUs through that same library and writes the
+# signals feed, and m2g-curtaild applying the core planner's plan.
+#
+#  1. a -30% site event announced 10 s ahead: deferrable work that would run
+#     into it does not start (pre-event ramp); once it starts, the site is
+#     under its budget within 30 s and stays there; training jobs are capped
+#     and, where caps are not enough, suspended; inference is never touched;
+#     each action is in the job's AdminComment and the audit log;
+#  2. the event ends: suspended jobs resume, caps are lifted;
+#  3. faults during a second event: one node agent down, another failing
+#     every NVML call (the jobs there are suspended instead of capped), and
+#     the BMS stopped long enough for the feed to go stale (no restore while
+#     the event lasts, no crash);
+#  and throughout: every job completes, slurmctld never restarts.
+# shellcheck source=test/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+T=$TB_TMP
+BUILD=${M2G_BUILDDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+CURTAILD=$BUILD/src/curtail/m2g-curtaild
+BMS=${M2G_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}/test/fake-bms/m2g-fake-bms
+FAKE_NVML=$BUILD/test/fake-nvml/.libs/libfake-nvml.so
+for f in "$CURTAILD" "$FAKE_NVML" "$BUILD/src/nodeagent/m2g-nodeagent"; do
+	[[ -e $f ]] || { echo "1..0 # SKIP $f not built"; exit 0; }
+done
+
+BUDGET=29 PCT=30 TTL=8
+cat >"$T/curtail.conf" <<EOF
+SignalsFile=@DIR@/run/signals.json
+SignalsStatusFile=@DIR@/run/signals-status.json
+SignalsPollSec=1
+SignalsTTLSec=$TTL
+SignalsFailSafe=last
+ReleaseCheckSec=2
+CurtailMode=enforce
+CurtailIntervalSec=1
+CapFloorW=200
+IdlePowerPerGpuW=90
+RampRateKWPerMin=60
+ClassName=training CapFloorW=300
+EOF
+export M2G_TESTBED_GPU_W=400 FAKE_NVML_BUSY_W=400
+tb_up --racks 1 --agents --conf-extra "$T/curtail.conf"
+FEED=$TB_DIR/run/signals.json
+TEMPLATE=$T/bms-template.json
+# In the testbed's log/: TB_KEEP=1 keeps them with it.
+AUDIT=$TB_DIR/log/curtail-audit.jsonl
+CSTATUS=$TB_DIR/run/curtaild-status.json
+CLOG=$TB_DIR/log/m2g-curtaild.log
+BLOG=$TB_DIR/log/m2g-fake-bms.log
+AGENTS=$TB_DIR/etc/agents.map
+
+# ---------------------------------------------------------------- helpers --
+# template EVENTS: what the BMS merges into the feed (budget and events).
+template() {
+	printf '{"budget_kw": %s, "events": %s}\n' "$BUDGET" "${1:-[]}" >"$TEMPLATE.tmp" && mv -f "$TEMPLATE.tmp" "$TEMPLATE"
+}
+event() { printf '[{"id": "%s", "start": %d, "end": %d, "curtail_pct": %d, "scope": "site"}]' "$1" "$2" "$3" "$PCT"; }
+BMS_PID="" CTLD_PIDS=()
+start_bms() {
+	FAKE_NVML_BUSY_W=400 "$BMS" --nvml "$FAKE_NVML" --nvml-state "$TB_DIR/run/nvml" --dcgm "$TB_DIR/run/dcgm" \
+		--conf "$M2G_CONF" --template "$TEMPLATE" --out "$FEED" --interval 1 \
+		--idle-jobs "$TB_DIR/run/idle-jobs" 2>>"$BLOG" &
+	BMS_PID=$!
+	TB_CLEANUP_PIDS+=("$BMS_PID")
+}
+stop_bms() { kill "$BMS_PID" 2>/dev/null; wait "$BMS_PID" 2>/dev/null; BMS_PID=""; }
+CURTAILD_PID=""
+start_curtaild() {
+	"$CURTAILD" --conf "$M2G_CONF" --state "$TB_DIR/run/curtaild-state.json" --audit-log "$AUDIT" \
+		--status "$CSTATUS" --agent-map "$AGENTS" 2>>"$CLOG" &
+	CURTAILD_PID=$!
+	TB_CLEANUP_PIDS+=("$CURTAILD_PID")
+}
+# The feed's site draw and budget in force now (the BMS's meter reading).
+draw() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["power"]["site"]["draw_kw"])' "$FEED" 2>/dev/null; }
+feed_age() { python3 -c 'import json,sys,time; print(int(time.time()) - json.load(open(sys.argv[1]))["generated_at"])' "$FEED" 2>/dev/null; }
+under() { python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) + 1e-9 else 1)' "$1" "$2"; }
+# agent_caps: "JOBID NODE LIMIT" for every cap any node agent holds now.
+agent_caps() {
+	local node url answer
+	while read -r node url; do
+		answer=$(curl -sf --max-time 2 "$url/v1/power") || continue  # an agent that is down holds nothing new
+		python3 -c 'import json,sys
+for j, c in json.loads(sys.argv[2])["caps"].items(): print(j, sys.argv[1], int(c["limit_w"]))' "$node" "$answer"
+	done <"$AGENTS"
+	return 0
+}
+# caps_of JOBID: "NODE LIMIT" of every cap held for the job.
+caps_of() { agent_caps | awk -v j="$1" '$1 == j { print $2, $3 }'; }
+admin_comment() { squeue -h -t all -j "$1" -O admin_comment:800 2>/dev/null | sed 's/ *$//'; }
+st() { squeue -h -t all -j "$1" -o %T 2>/dev/null; }
+wait_until() {
+	local deadline=$((SECONDS + $1)); shift
+	until "$@" >/dev/null 2>&1; do
+		((SECONDS < deadline)) || return 1
+		sleep 0.5
+	done
+}
+JOBS=()
+sub() {
+	local v=$1 id; shift
+	id=$(sbatch --parsable -o /dev/null "$@") || return 1
+	id=${id%%;*}
+	JOBS+=("$id")
+	printf -v "$v" %s "$id"
+}
+# watch_inference: inference jobs are never capped nor suspended; called
+# at every sample.
+INF_TOUCHED=""
+watch_inference() {
+	local j caps
+	caps=$(agent_caps)
+	for j in "$I1" "$I2"; do
+		[[ $(st "$j") == SUSPENDED ]] && INF_TOUCHED+=" $j:suspended"
+		awk -v j="$j" '$1 == j { f = 1 } END { exit !f }' <<<"$caps" && INF_TOUCHED+=" $j:capped"
+	done
+	return 0
+}
+# sample_event END RESPONSE_VAR OVER_VAR: from now until END, the time until
+# the draw first is under the event's budget, and the seconds over it after
+# the first 30 s.
+sample_event() {
+	local start=$1 end=$2 budget=$3 d t resp=-1 over=0
+	while (( $(date +%s) < end )); do
+		d=$(draw); t=$(date +%s)
+		if [[ -n $d ]]; then
+			if under "$d" "$budget"; then
+				((resp >= 0)) || resp=$((t - start))
+			elif ((t - start > 30)); then
+				over=$((over + 1))
+				diag "t+$((t - start)) s: site draw $d kW over the $budget kW budget"
+			fi
+		fi
+		watch_inference
+		sleep 1
+	done
+	RESP=$resp OVER=$over
+}
+busy_budget=$(python3 -c "print($BUDGET * (100 - $PCT) / 100)")
+
+# ------------------------------------------------------------------ setup --
+template
+start_bms
+ok "wait_until 15 test -s '$FEED'" "setup: the fake BMS meters the GPUs and writes the feed"
+ok "under '$(draw)' 7" "setup: an idle rack draws idle power (72 GPUs x 90 W = $(draw) kW)"
+start_curtaild
+ok "wait_until 15 test -s '$CSTATUS'" "setup: m2g-curtaild runs and writes its status"
+
+# 4 training jobs of 3 nodes, 2 inference jobs of 2 nodes: 64 busy GPUs.
+for i in 1 2 3 4; do sub "T$i" -N3 --gres=gpu:4 --exclusive --m2g-class=training -t 10 --wrap 'sleep 200'; done
+sub I1 -N2 --gres=gpu:4 --exclusive --m2g-class=inference -t 10 --wrap 'sleep 200'
+sub I2 -N2 --gres=gpu:4 --exclusive --m2g-class=inference -t 10 --wrap 'sleep 200'
+all_running() { local j; for j in "$T1" "$T2" "$T3" "$T4" "$I1" "$I2"; do [[ $(st "$j") == RUNNING ]] || return 1; done; }
+ok "wait_until 60 all_running" "setup: 6 jobs run on 16 of 18 nodes"
+busy() { ! under "$(draw)" 25; }
+wait_until 20 busy
+ok busy "setup: the BMS sees the jobs' GPUs busy ($(draw) kW of a $BUDGET kW budget)"
+ok "[[ -z \$(caps_of '$T1') ]]" "setup: no cap before any event"
+
+# ================================================ 1. the event ============
+now=$(date +%s)
+E1_START=$((now + 10)) E1_END=$((now + 10 + 50))
+template "$(event dr-e2e "$E1_START" "$E1_END")"
+sleep 2
+# Pre-event ramp: a training job of 1 node (a 1 h limit runs into the event)
+# waits although the rack has room now.
+sub P1 -N1 --gres=gpu:4 --m2g-class=training -t 60 --wrap 'sleep 5'
+pre_wait() { [[ $(admin_comment "$P1") == *'event dr-e2e from'* ]]; }
+ok "wait_until 8 pre_wait" "1: announced 10 s ahead, the event already keeps deferrable work that would run into it from starting"
+diag "$(admin_comment "$P1")"
+ok "[[ \$(st '$P1') == PENDING ]]" "1: that job is pending"
+while (( $(date +%s) < E1_START )); do sleep 0.5; done
+sample_event "$E1_START" $((E1_END - 3)) "$busy_budget"
+# What the training jobs' AdminComments say while the event lasts.
+comments=""
+for j in "$T1" "$T2" "$T3" "$T4"; do comments+="$j $(admin_comment "$j")"$'\n'; done
+r1=$RESP o1=$OVER
+sample_event $((E1_END - 3)) "$E1_END" "$busy_budget"
+RESP=$r1 OVER=$((o1 + OVER))
+diag "event 1: budget $busy_budget kW, under it after $RESP s, $OVER s over it after 30 s"
+ok "(( RESP >= 0 && RESP <= 30 ))" "1: the site is under the event's $busy_budget kW budget within 30 s (after $RESP s)"
+is "$OVER" 0 "1: 0 s over the budget from 30 s after the event started to its end"
+ok "[[ -z '$INF_TOUCHED' ]]" "1: inference jobs were never capped or suspended${INF_TOUCHED:+ (${INF_TOUCHED})}"
+capped=0 suspended=0
+for j in "$T1" "$T2" "$T3" "$T4"; do
+	grep -q "\"job\":$j,\"step\":\"cap\".*\"result\":\"ok\"" "$AUDIT" && capped=$((capped + 1))
+	grep -q "\"job\":$j,\"step\":\"suspend\".*\"result\":\"ok\"" "$AUDIT" && suspended=$((suspended + 1))
+done
+ok "((capped >= 1))" "1: training jobs were capped ($capped of 4, per the audit log)"
+ok "((suspended >= 1))" "1: caps at the 300 W floor were not enough: training jobs were suspended ($suspended)"
+ok "! grep -Eq '\"job\":($I1|$I2),' '$AUDIT'" "1: the audit log has no action on an inference job"
+ok "grep -q 'curtail=cap w_gpu=300 cause=dr-e2e scope=site at=' <<<'$comments'" \
+	"1: a capped job's AdminComment says what m2g-curtaild did, why and when"
+ok "grep -q 'curtail=suspend cause=dr-e2e scope=site at=' <<<'$comments'" "1: so does a suspended job's"
+diag "$(grep -m1 'curtail=suspend' <<<"$comments")"
+ok "((suspended < 4))" "1: not every training job had to stop ($suspended of 4 suspended)"
+
+# ================================================ 2. the event ends =======
+restored() {
+	local j
+	[[ -z $(agent_caps) ]] || return 1
+	for j in "$T1" "$T2" "$T3" "$T4"; do [[ $(st "$j") == RUNNING ]] || return 1; done
+}
+t=$SECONDS
+wait_until 40 restored
+ok restored "2: after the event every suspended job runs again and every cap is lifted (in $((SECONDS - t)) s)"
+ok "grep -q '\"step\":\"resume\".*\"result\":\"ok\"' '$AUDIT' && grep -q '\"step\":\"uncap\".*\"result\":\"ok\"' '$AUDIT'" \
+	"2: resumes and cap lifts are in the audit log"
+ok "under '$(draw)' '$BUDGET'" "2: the restore stays under the full budget ($(draw) kW of $BUDGET)"
+
+# ================================================ 3. faults ===============
+# Agent of T1's first node down; T2's first node answers but NVML fails.
+n1=$(squeue -h -j "$T1" -o %N | xargs scontrol show hostnames | head -1)
+n2=$(squeue -h -j "$T2" -o %N | xargs scontrol show hostnames | head -1)
+"$M2G_TESTBED" stop "agent-$n1" --dir "$TB_DIR" >/dev/null 2>&1
+"$M2G_TESTBED" stop "agent-$n2" --dir "$TB_DIR" >/dev/null 2>&1
+FAKE_NVML_SET_LIMIT_ERROR=4 "$M2G_TESTBED" start "agent-$n2" --dir "$TB_DIR" >/dev/null 2>&1
+a0=$(wc -l <"$AUDIT")
+now=$(date +%s)
+E2_START=$((now + 3)) E2_END=$((now + 3 + 40))
+template "$(event dr-fault "$E2_START" "$E2_END")"
+while (( $(date +%s) < E2_START )); do sleep 0.5; done
+# The first 15 s: metered; then the BMS stops for longer than the TTL.
+sample_event "$E2_START" $((E2_START + 15)) "$busy_budget"
+diag "event 2: under budget after $RESP s"
+ok "(( RESP >= 0 && RESP <= 30 ))" "3: with one agent down and one failing NVML calls, the site is under budget within 30 s (after $RESP s)"
+ok "tail -n +$((a0 + 1)) '$AUDIT' | grep -q '\"job\":$T1,\"step\":\"cap\".*\"result\":\"failed: '" \
+	"3: the cap on the job whose node agent is down is logged as failed"
+ok "tail -n +$((a0 + 1)) '$AUDIT' | grep -q '\"job\":$T2,\"step\":\"cap\".*\"result\":\"failed: .*NVML'" \
+	"3: the cap the agent could not apply through NVML is logged as failed, with NVML's error"
+ok "tail -n +$((a0 + 1)) '$AUDIT' | grep -Eq '\"job\":($T1|$T2),\"step\":\"suspend\".*\"result\":\"ok\"'" \
+	"3: a job whose cap could not be applied was suspended instead (the first to stop)"
+ok "! tail -n +$((a0 + 1)) '$AUDIT' | grep -Eq '\"job\":($T3|$T4),\"step\":\"suspend\"'" \
+	"3: the jobs whose caps held were not suspended"
+stop_bms
+stale() { (( $(feed_age) > TTL )); }
+ok "wait_until 20 stale" "3: with the BMS stopped the feed goes stale"
+a1=$(wc -l <"$AUDIT")
+sleep 4
+ok "! tail -n +$((a1 + 1)) '$AUDIT' | grep -q '\"step\":\"resume\"'" \
+	"3: while the event lasts and the feed is stale, nothing is resumed"
+ok "kill -0 $CURTAILD_PID" "3: m2g-curtaild keeps running on a stale feed"
+start_bms
+"$M2G_TESTBED" start "agent-$n1" --dir "$TB_DIR" >/dev/null 2>&1
+"$M2G_TESTBED" stop "agent-$n2" --dir "$TB_DIR" >/dev/null 2>&1
+"$M2G_TESTBED" start "agent-$n2" --dir "$TB_DIR" >/dev/null 2>&1
+while (( $(date +%s) < E2_END )); do watch_inference; sleep 1; done
+ok "wait_until 45 restored" "3: after the second event every job runs again, uncapped"
+ok "[[ -z '$INF_TOUCHED' ]]" "3: inference jobs were never capped or suspended${INF_TOUCHED:+ (${INF_TOUCHED})}"
+
+# ================================================ every job completes =====
+done_all() {
+	local j
+	for j in "${JOBS[@]}"; do [[ $(job_state "$j") == COMPLETED ]] || return 1; done
+}
+ok "wait_until 300 done_all" "every job completes (${#JOBS[@]} jobs)"
+for j in "${JOBS[@]}"; do [[ $(job_state "$j") == COMPLETED ]] || diag "JobId=$j: $(job_state "$j")"; done
+ok tb_ctld_unbroken "slurmctld never crashed or restarted"
+ok "kill -0 $CURTAILD_PID" "m2g-curtaild is still running"
+ok "! grep -qi 'internal error' '$T/curtaild.log'" "m2g-curtaild logged no internal error"
+[[ $_TAP_FAILED -eq 0 ]] || { diag "curtaild log:"; tail -n 40 "$CLOG" | sed 's/^/#   /'; }
