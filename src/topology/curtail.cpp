@@ -206,12 +206,14 @@ CurtailPlan plan_curtailment(const Model& m, const SignalsView& v, const std::ve
         std::vector<double> w0(jobs.size());
         for (size_t i = 0; i < jobs.size(); ++i)
             w0[i] = curtail_job_w_gpu(p, jobs[i]);
+        // Jobs this plan requeues: they leave their GPUs (draw 0 from here on).
+        std::vector<uint8_t> gone(jobs.size(), 0);
         auto draw = [&](const Scope& sc) {
             double d = sc.base_kw;
             for (size_t i = 0; i < work.size(); ++i) {
                 const int g = gpus_in(sc, work[i]);
                 if (g)
-                    d += g * (curtail_job_w_gpu(p, work[i]) - w0[i]) / 1000.0;
+                    d += g * ((gone[i] ? 0.0 : curtail_job_w_gpu(p, work[i])) - w0[i]) / 1000.0;
             }
             return d;
         };
@@ -229,8 +231,10 @@ CurtailPlan plan_curtailment(const Model& m, const SignalsView& v, const std::ve
 
         // Requeues whose checkpoint grace has run out come first: they were
         // decided in an earlier plan.
-        for (CurtailJob& j : work) {
+        for (size_t i = 0; i < work.size(); ++i) {
+            CurtailJob& j = work[i];
             if (j.signalled_at > 0 && now - j.signalled_at >= p.checkpoint_grace_sec) {
+                gone[i] = 1;
                 CurtailAction a;
                 a.step = CurtailStep::Requeue;
                 a.job = j.id;
@@ -494,7 +498,10 @@ CurtailPlan plan_curtailment(const Model& m, const SignalsView& v, const std::ve
 void apply_curtail_action(CurtailJob& j, const CurtailAction& a, CurtailState& state, const AdmissionPolicy& p,
                           int64_t now)
 {
-    j.w_gpu_before = curtail_job_w_gpu(p, j);
+    // Several steps in one second (a cap, then a suspension): the draw
+    // before the first is what the feed may still show.
+    if (j.changed_at != now || j.w_gpu_before <= 0)
+        j.w_gpu_before = curtail_job_w_gpu(p, j);
     j.changed_at = now;
     switch (a.step) {
     case CurtailStep::Cap:

@@ -926,6 +926,9 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
     };
     std::vector<Segment> segments;  // the state between two event times
     int busy_gpus = 0;
+    double nd_rate = 0;  // GPUs x speed of the running non-deferrable jobs: their work per second
+    // The load window (after --load): where non-deferrable throughput is counted.
+    const double window_a = jobs.empty() ? 0 : jobs[w0].submit, window_b = jobs.empty() ? 0 : jobs.back().submit;
     double last_t = first_submit, last_end = first_submit;
     int stranded_now = 0, busy_nodes = 0;
     bool any_over = false;
@@ -1017,7 +1020,10 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         const double w = curtail_job_w_gpu(ap, cj[j]);
         book_w(job, w - w_now[j]);
         w_now[j] = w;
+        const double was = speed[j];
         speed[j] = cj[j].suspended ? 0.0 : cap_speed(opts.cap_speed, job.w_gpu > 0 ? w / job.w_gpu : 1.0);
+        if (!job.deferrable)
+            nd_rate += job.gpus * (speed[j] - was);
         set_end(j, speed[j] > 0 ? t + work_left[j] / speed[j] : std::numeric_limits<double>::infinity());
     };
     auto drop_live = [&](int j) {
@@ -1064,6 +1070,8 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         running.emplace(job.end, j);
         events.push({job.end, kEnd, j});
         book_power(job, 1);
+        if (!job.deferrable)
+            nd_rate += job.gpus;
         if (select) {
             select->job_started(facts_of(j), job.placed, epoch(now));  // select_p_job_begin
             if (power_aware)
@@ -1260,6 +1268,8 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         ++version;
         book_w(job, -w_now[j]);
         w_now[j] = 0;
+        if (!job.deferrable)
+            nd_rate -= job.gpus * speed[j];
         ++job.requeues;
         ++inputs;
         cj[j] = CurtailJob{};
@@ -1328,11 +1338,6 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         // A plan with actions is never taken as "nothing to do" (monitor
         // plans them again on the same inputs).
         planned_inputs = plan.actions.empty() ? inputs : 0;
-        if (std::getenv("M2G_SIM_DEBUG") && !plan.actions.empty()) {
-            std::fprintf(stderr, "plan %.3f site %.3f: %s\n", now, site_kw, plan.summary.c_str());
-            for (const CurtailAction& a : plan.actions)
-                std::fprintf(stderr, "  %s job %u cap %.0f delta %.3f w %.1f cur %.1f %s\n", to_string(a.step), a.job, a.cap_w, a.delta_kw, jobs[a.job].w_gpu, w_now[a.job], a.reason.c_str());
-        }
         if (plan.actions.empty())
             return false;
         if (!enforce) {
@@ -1476,14 +1481,14 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             for (const SimEventResult& er : r.events)
                 if (er.start <= last_t && last_t < er.end) {
                     r.energy_in_events_kwh += site_kw * dt / 3600.0;
-                    // Work non-deferrable jobs got done meanwhile (GPU-seconds at full speed).
-                    double rate = 0;
-                    for (const auto& [end, j] : running)
-                        if (!jobs[j].deferrable)
-                            rate += jobs[j].gpus * (curtail ? speed[j] : 1.0);
-                    r.nondeferrable_work_in_events_gpu_s += rate * dt;
+                    r.nondeferrable_work_in_events_gpu_s += nd_rate * dt;
                     break;
                 }
+        if (dt > 0) {
+            const double a = std::max(last_t, window_a), b = std::min(now, window_b);
+            if (b > a)
+                r.nondeferrable_work_window_gpu_s += nd_rate * (b - a);
+        }
         integrate_events(last_t, now);
         last_t = now;
         std::vector<int> arrivals, releases;
@@ -1527,6 +1532,8 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
                 ++version;
                 book_w(job, -w_now[e.job]);
                 w_now[e.job] = 0;
+                if (!job.deferrable)
+                    nd_rate -= job.gpus * speed[e.job];
                 last_end = std::max(last_end, now);
             } else if (e.kind == kEnd) {
                 running.erase(running.find({job.end, e.job}));
@@ -1534,6 +1541,8 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
                     adjust_node(n, job.gpus_per_node);
                 ++version;
                 book_power(job, -1);
+                if (!job.deferrable)
+                    nd_rate -= job.gpus;
                 last_end = std::max(last_end, now);
             } else if (e.kind == kSubmit) {
                 if (!fits_empty(e.job, now)) {
@@ -1699,9 +1708,14 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         r.baseline_energy_kwh = b.energy_kwh;
         r.baseline_energy_in_events_kwh = b.energy_in_events_kwh;
         r.baseline_nondeferrable_work_in_events_gpu_s = b.nondeferrable_work_in_events_gpu_s;
-        r.nondeferrable_loss = b.nondeferrable_work_in_events_gpu_s > 0
-                                   ? 1 - r.nondeferrable_work_in_events_gpu_s / b.nondeferrable_work_in_events_gpu_s
+        r.baseline_nondeferrable_work_window_gpu_s = b.nondeferrable_work_window_gpu_s;
+        r.nondeferrable_loss = b.nondeferrable_work_window_gpu_s > 0
+                                   ? 1 - r.nondeferrable_work_window_gpu_s / b.nondeferrable_work_window_gpu_s
                                    : 0;
+        r.nondeferrable_event_loss =
+            b.nondeferrable_work_in_events_gpu_s > 0
+                ? 1 - r.nondeferrable_work_in_events_gpu_s / b.nondeferrable_work_in_events_gpu_s
+                : 0;
         r.energy_shifted_kwh = b.energy_in_events_kwh - r.energy_in_events_kwh;
         std::vector<double> stretch, delay;
         for (size_t i = 0; i < jobs.size() && i < b.job_results.size(); ++i) {
@@ -1788,6 +1802,7 @@ std::string format_sim_result(const SimResult& r, bool json)
         kv("cap_peak_over_kw", num(r.cap_peak_over_kw));
         kv("unfinished", std::to_string(r.unfinished));
         kv("energy_in_events_kwh", num(r.energy_in_events_kwh));
+        kv("nondeferrable_work_window_gpu_s", num(r.nondeferrable_work_window_gpu_s));
         kv("nondeferrable_work_in_events_gpu_s", num(r.nondeferrable_work_in_events_gpu_s));
         std::string ev = "[";
         for (const SimEventResult& e : r.events)
@@ -1810,9 +1825,11 @@ std::string format_sim_result(const SimResult& r, bool json)
         if (r.baseline)
             c += ",\"nondeferrable_jobs\":" + std::to_string(r.nondeferrable_jobs) + ",\"nondeferrable_work_gpu_s\":" +
                  num(r.nondeferrable_work_gpu_s) + ",\"nondeferrable_delay_gpu_s\":" + num(r.nondeferrable_delay_gpu_s) +
+                 ",\"baseline_nondeferrable_work_window_gpu_s\":" + num(r.baseline_nondeferrable_work_window_gpu_s) +
                  ",\"baseline_nondeferrable_work_in_events_gpu_s\":" +
                  num(r.baseline_nondeferrable_work_in_events_gpu_s) + ",\"nondeferrable_loss\":" +
-                 num(r.nondeferrable_loss) + ",\"deferrable_jobs\":" +
+                 num(r.nondeferrable_loss) + ",\"nondeferrable_event_loss\":" + num(r.nondeferrable_event_loss) +
+                 ",\"deferrable_jobs\":" +
                  std::to_string(r.deferrable_jobs) + ",\"deferrable_stretch_mean\":" +
                  num(r.deferrable_stretch_mean) + ",\"deferrable_stretch_p95\":" + num(r.deferrable_stretch_p95) +
                  ",\"deferrable_delay_mean_s\":" + num(r.deferrable_delay_mean_s) + ",\"deferrable_delay_p95_s\":" +
@@ -1880,9 +1897,12 @@ std::string format_sim_result(const SimResult& r, bool json)
                                 (r.unfinished ? ", " + std::to_string(r.unfinished) + " jobs unfinished" : ""));
         if (r.baseline) {
             line("vs CurtailMode=off",
-                 "non-deferrable throughput loss " + num(100 * r.nondeferrable_loss) + "% during events (" +
+                 "non-deferrable throughput loss " + num(100 * r.nondeferrable_loss) + "% (" +
+                     num(r.nondeferrable_work_window_gpu_s) + " of " +
+                     num(r.baseline_nondeferrable_work_window_gpu_s) + " GPU-s of work in the load window), " +
+                     num(100 * r.nondeferrable_event_loss) + "% during events (" +
                      num(r.nondeferrable_work_in_events_gpu_s) + " of " +
-                     num(r.baseline_nondeferrable_work_in_events_gpu_s) + " GPU-s of work; " +
+                     num(r.baseline_nondeferrable_work_in_events_gpu_s) + " GPU-s; " +
                      std::to_string(r.nondeferrable_jobs) + " jobs, " + num(r.nondeferrable_delay_gpu_s) +
                      " GPU-s later to completion, " + num(r.nondeferrable_curtailed_s) +
                      " s curtailed); deferrable completion x" +

@@ -230,15 +230,22 @@ struct SimResult {
         curtail_requeues = 0;     // actions applied (monitor: planned)
     double requeue_lost_gpu_s = 0;
     double energy_in_events_kwh = 0;  // site GPU energy while any event is active
-    double nondeferrable_work_in_events_gpu_s = 0;  // work non-deferrable jobs did then (GPU-s at full speed)
+    // Work non-deferrable jobs got done (GPU-seconds at full speed): over
+    // the load window (the submission at the 1% point to the last one),
+    // and while any event is active.
+    double nondeferrable_work_window_gpu_s = 0;
+    double nondeferrable_work_in_events_gpu_s = 0;
     // Against the same run with CurtailMode=off (baseline: it was run).
     bool baseline = false;
     int nondeferrable_jobs = 0;
     double nondeferrable_work_gpu_s = 0;   // their GPUs x run time
     double nondeferrable_delay_gpu_s = 0;  // sum of GPUs x (completion - completion off), signed
+    double baseline_nondeferrable_work_window_gpu_s = 0;
     double baseline_nondeferrable_work_in_events_gpu_s = 0;
-    // 1 - nondeferrable_work_in_events_gpu_s / the baseline's (0.01: 1% less work done during events)
+    // 1 - nondeferrable_work_window_gpu_s / the baseline's: the share of
+    // their throughput lost (0.01: 1%); the same during events.
     double nondeferrable_loss = 0;
+    double nondeferrable_event_loss = 0;
     double nondeferrable_curtailed_s = 0;  // time non-deferrable jobs ran capped or suspended
     int deferrable_jobs = 0;
     double deferrable_stretch_mean = 1, deferrable_stretch_p95 = 1;  // completion / completion off

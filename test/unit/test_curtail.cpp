@@ -242,6 +242,10 @@ TEST_F(Curtail, RequeueSignalsFirstAndRequeuesAfterTheGrace)
     ASSERT_TRUE(find(p, 1, CurtailStep::Requeue));
     ASSERT_TRUE(find(p, 2, CurtailStep::Requeue));
     EXPECT_EQ(find(p, 1, CurtailStep::Requeue)->cause, "checkpoint-grace");
+    // The requeued jobs leave their GPUs in this same plan: nothing else is
+    // curtailed for their draw, and the estimate after it has them at 0.
+    EXPECT_EQ(p.actions.size(), 2u);
+    EXPECT_NEAR(site(p).after_kw, 36 * 101 / 1000.0, 1e-6) << "only the inference job draws";
 }
 
 TEST_F(Curtail, JobsWhoseCapsFailGoStraightToSuspension)

@@ -193,6 +193,8 @@ TEST(SimCurtail, SiteEventIsMetWithinTheDelayAndNonDeferrableWorkIsLeftAlone)
     EXPECT_DOUBLE_EQ(job(r, inf).end, 2000);
     EXPECT_EQ(r.nondeferrable_jobs, 1);
     EXPECT_DOUBLE_EQ(r.nondeferrable_loss, 0);
+    EXPECT_DOUBLE_EQ(r.nondeferrable_event_loss, 0);
+    EXPECT_DOUBLE_EQ(r.nondeferrable_work_in_events_gpu_s, 4.0 * 900);  // I at full speed all through the event
     EXPECT_DOUBLE_EQ(r.nondeferrable_curtailed_s, 0);
     // After the event: resumed, uncapped, done.
     EXPECT_EQ(r.curtail_suspends, 1);
@@ -247,7 +249,9 @@ TEST(SimCurtail, NonDeferrableJobsNeedTheClassesOptIn)
         EXPECT_EQ(r.curtail_caps, 2);
         EXPECT_DOUBLE_EQ(r.events[0].response_s, 3);
         EXPECT_GT(r.nondeferrable_curtailed_s, 0);
-        EXPECT_GT(r.nondeferrable_loss, 0);
+        // Capped for the event: less of their work got done during it.
+        EXPECT_GT(r.nondeferrable_event_loss, 0);
+        EXPECT_LT(r.nondeferrable_work_in_events_gpu_s, r.baseline_nondeferrable_work_in_events_gpu_s);
     }
 }
 
