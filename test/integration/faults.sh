@@ -321,7 +321,9 @@ lap
 now=$(date +%s)
 END_DR=$((now + 3600))
 EVENTS=$(dr_event dr-crash "$END_DR") write_feed
-wait_until 10 status_is fresh
+# The new event must be what job_submit/m2g holds before the jobs come (the
+# status is already "fresh" from the previous feed).
+wait_until 10 grep -q '"dr-crash"' "$STATUS"
 sub run1 -N2 --exclusive --gres=gpu:4 --m2g-class=inference --wrap 'sleep 600'
 sub run2 -N1 --gres=gpu:4 --m2g-class=inference --m2g-topology=prefer --wrap 'sleep 600'
 sub pend1 -N36 --exclusive --gres=gpu:4 --m2g-class=inference --wrap true
