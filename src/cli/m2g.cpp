@@ -8,8 +8,8 @@
 //   m2g topology locate FILE HOSTLIST
 //   m2g recipe list|show NAME|validate [--catalog FILE]
 //   m2g place --topology FILE [--state STATE.json] [--signals FEED] --request REQ [--json]
-//   m2g simulate --topology FILE --trace FILE [--policy m2g|tree|block|firstfit]
-//                [--scale-gpus K] [--load L] [--seed S] [--signals-timeline FEED]
+//   m2g simulate --topology FILE --trace FILE [--policy m2g|tree|tree-nvl|block|block-seg|firstfit]
+//                [--backfill-reservation nodes|gpus] [--scale-gpus K] [--load L] [--seed S] [--signals-timeline FEED]
 //                [--power-cdf CSV [--power-cluster C]] [--class CLASS] [--class-share CLASS=PCT]...
 //                [--event-notice S] [--actuation-delay S] [--cap-speed R:S,...] [--checkpoint-interval S]
 //                [--restart-overhead S] [--curtail-every-tick] [--no-baseline] [--job-log FILE]
@@ -281,7 +281,7 @@ int run_place(const PlaceArgs& a)
     job.min_nodes = req.nodes;
     job.gpus_per_node = node_gpus;
     // fallback=yes: the prefer wait is over.
-    job.eligible_since = req.fallback ? std::numeric_limits<int64_t>::min() / 4 : now;
+    job.wait_over = req.fallback;
     const int offered = static_cast<int>(std::count(st.usable.begin(), st.usable.end(), uint8_t(1)));
     const m2g::Outcome o = session.decide(job, st.usable, offered, [&](int mi) { return m.nodes[mi].gpus; },
                                           m2g::SelectMode::RunNow, now);
@@ -337,7 +337,7 @@ int run_place(const PlaceArgs& a)
 // `m2g simulate`: replay a trace on the model with one placement policy.
 struct SimulateArgs {
     std::string topology, trace, policy = "m2g", timeline, power_cdf, power_cluster = "kalos", job_log, cap_speed,
-        power_log;
+        power_log, reservation = "nodes";
     std::vector<std::string> class_shares;  // CLASS=PCT
     m2g::SimOptions opts;
     bool json = false, no_baseline = false;
@@ -354,6 +354,7 @@ void run_simulate(const SimulateArgs& a)
                   << " with unknown run time or no processors\n";
     m2g::SimOptions o = a.opts;
     o.policy = m2g::parse_sim_policy(a.policy);
+    o.reserve_nodes = a.reservation == "nodes";
     for (const std::string& cs : a.class_shares) {
         const size_t eq = cs.find('=');
         char* end = nullptr;
@@ -463,8 +464,14 @@ int main(int argc, char** argv)
         "simulate", "Replay a job trace (Philly CSV or SWF) with FCFS + EASY backfill under a placement policy");
     simulate->add_option("--topology", sim.topology, "m2g.conf")->required();
     simulate->add_option("--trace", sim.trace, "Philly CSV (../shared/data) or SWF (*.swf)")->required();
-    simulate->add_option("--policy", sim.policy, "m2g (the production engine), tree, block or firstfit")
-        ->check(CLI::IsMember({"m2g", "tree", "block", "firstfit"}));
+    simulate->add_option("--policy", sim.policy,
+                         "m2g (the production engine), tree (fabric switches only), tree-nvl (NVLink domains as the "
+                         "lowest switches), block, block-seg (block with --segment) or firstfit")
+        ->check(CLI::IsMember({"m2g", "tree", "tree-nvl", "block", "block-seg", "firstfit"}));
+    simulate->add_option("--backfill-reservation", sim.reservation,
+                         "the queue head's backfill reservation: nodes (where its policy would place it, default) "
+                         "or gpus (a count of GPUs, the classic EASY simplification)")
+        ->check(CLI::IsMember({"nodes", "gpus"}));
     simulate->add_option("--scale-gpus", sim.opts.scale_gpus, "multiply every job's GPUs by K")
         ->check(CLI::Range(1, 4096));
     simulate->add_option("--load", sim.opts.load, "scale arrivals to this offered load (0: as recorded)")

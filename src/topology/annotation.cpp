@@ -97,6 +97,7 @@ constexpr std::string_view kSignals = "signals";
 constexpr std::string_view kWait = kw::kAnnotationWait;
 constexpr std::string_view kNeed = kw::kAnnotationNeed;
 constexpr std::string_view kOver = kw::kAnnotationOver;
+constexpr std::string_view kPreferSince = kw::kAnnotationPreferSince;
 constexpr std::string_view kReleased = "released at ";
 constexpr std::string_view kMonitor = "monitor would ";
 constexpr std::string_view kClass = "class";
@@ -380,8 +381,9 @@ void derive_legacy_wait(PlacementAnnotation& p)
 
 bool PlacementAnnotation::operator==(const PlacementAnnotation& o) const
 {
-    return std::tie(state, domains, leaves, policy, score, reason, signals, wait, need, over) ==
-           std::tie(o.state, o.domains, o.leaves, o.policy, o.score, o.reason, o.signals, o.wait, o.need, o.over);
+    return std::tie(state, domains, leaves, policy, score, reason, signals, wait, need, over, prefer_since) ==
+           std::tie(o.state, o.domains, o.leaves, o.policy, o.score, o.reason, o.signals, o.wait, o.need, o.over,
+                    o.prefer_since);
 }
 
 std::string format_score(double score)
@@ -416,6 +418,8 @@ std::string format(const PlacementAnnotation& p)
             if (!p.over.empty())
                 out += " " + field(kOver, join_list(p.over));
         }
+        if (p.prefer_since > 0)
+            out += " " + field(kPreferSince, std::to_string(p.prefer_since));
         out += " " + field(kReason, p.reason) + notes;
         break;
     case PlacementState::Stock:
@@ -433,7 +437,8 @@ PlacementAnnotation parse_placement(std::string_view text)
         return p;
     static const std::vector<Key> keys{{kDomains, false, {}}, {kLeaves, false, {}},        {kPolicy, false, {}},
                                        {kScore, false, {}},   {kReason, true, {kSignals}}, {kSignals, true, {}},
-                                       {kWait, false, {}},    {kNeed, false, {}},          {kOver, false, {}}};
+                                       {kWait, false, {}},    {kNeed, false, {}},          {kOver, false, {}},
+                                       {kPreferSince, false, {}}};
     const bool waiting = ws[0].text == kWaiting;
     const Fields f = fields(text, ws, waiting ? 1 : 0, keys);
     p.policy = value(f, kPolicy);
@@ -458,6 +463,7 @@ PlacementAnnotation parse_placement(std::string_view text)
             p.need = static_cast<int>(std::min<int64_t>(positive_integer(value(f, kNeed)), INT_MAX));
             p.over = split_list(value(f, kOver));
         }
+        p.prefer_since = positive_integer(value(f, kPreferSince));
     } else if (f.count(kDomains) || f.count(kLeaves)) {
         p.state = PlacementState::Placed;
     }

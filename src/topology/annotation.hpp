@@ -78,6 +78,7 @@ struct PlacementAnnotation {
     WaitCause wait = WaitCause::None;  // wait=
     int need = 0;                      // need=: NvlinkDomain, Switch, Nodes: the nodes it waits for; 0 none
     std::vector<std::string> over;     // over=: RackPower: the racks over budget; RowPower: the rows
+    int64_t prefer_since = 0;          // prefer_since= (epoch s): the prefer wait's start; 0 none runs
 
     bool operator==(const PlacementAnnotation& o) const;
 };

@@ -51,11 +51,14 @@ std::string waiting_text(const std::string& policy, const GateResult& gate)
     return format(a);
 }
 
-// ... of a job no placement serves now, with the gate's `signals` notes ("" none).
-std::string waiting_text(const std::string& policy, const Placement& p, const std::string& signals)
+// ... of a job no placement serves now, with the gate's `signals` notes ("" none)
+// and the start of its prefer wait (0: none runs).
+std::string waiting_text(const std::string& policy, const Placement& p, const std::string& signals,
+                         int64_t prefer_since)
 {
     PlacementAnnotation a = waiting_part(policy, p.wait, p.reason);
     a.need = p.need;
+    a.prefer_since = prefer_since;
     a.signals = signals;
     return format(a);
 }
@@ -169,6 +172,7 @@ void PlacementSession::adopt(const Model& model, SignalsSource signals, ClusterS
     conf_text_.clear();  // a later load() builds its model anew
     signals_ = std::move(signals);
     health_ = std::move(health);
+    prefer_.clear();
 }
 
 SignalsView PlacementSession::signals_view(int64_t now) const
@@ -357,22 +361,50 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
     req.locality = intent.locality;
     req.level = intent.level;
     req.spare_per_domain = pol.spare_per_domain;
-    req.fallback = intent.locality == Locality::Prefer && now - job.eligible_since >= pol.prefer_wait_sec;
+    // The prefer wait runs from the first run-now test in which the job
+    // could have started (a lesser placement was free), not from its
+    // submission: a job that spent hours behind others in the queue has
+    // not yet waited for its domain at all.
+    const bool prefer = intent.locality == Locality::Prefer;
+    int64_t since = prefer ? clock_of(job, now) : 0;
+    auto wait_over = [&] { return job.wait_over || (since > 0 && now - since >= pol.prefer_wait_sec); };
+    req.fallback = prefer && wait_over();
     ClusterState state = merged_health(view.snap);
     state.domain_heat = heat_;  // prefer cooler racks among equal fits
     // Placements on nodes free now come first, also when planning, so
     // backfill starts what can start now; planning then looks further.
     fill_usable(true);
     Placement p = engine_->place(req, usable_, state);
+    if (!p.ok && prefer && !req.fallback && run_now) {
+        // Short of its intent: could it start now on a lesser placement?
+        // Then its clock starts (or runs on), and once it has run out the
+        // lesser placement is taken.
+        PlacementRequest lesser = req;
+        lesser.fallback = true;
+        Placement q = engine_->place(lesser, usable_, state);
+        if (q.ok) {
+            if (since == 0) {
+                since = now;
+                prefer_[job.job_id] = PreferClock{now, now};
+                o.clock_started = true;
+            }
+            if (wait_over()) {
+                req.fallback = true;
+                p = std::move(q);
+            }
+        }
+    }
     if (!p.ok && planning) {
         fill_usable(false);
         p = engine_->place(req, usable_, state);
     }
     const std::string gate_note = gate.reason.empty() ? "" : std::string(kSignalsNote) + gate.reason;
+    if (prefer && !req.fallback && since > 0)
+        o.fallback_at = since + pol.prefer_wait_sec;
 
     if (!p.ok) {
         if (run_now)
-            o.annotation_now = waiting_text(policy, p, gate.reason);
+            o.annotation_now = waiting_text(policy, p, gate.reason, o.fallback_at > 0 ? since : 0);
         o.signals_note = gate_note;
         o.placement = std::move(p);
         // Best effort is allowed: cons_tres decides on everything allowed.
@@ -428,6 +460,7 @@ void PlacementSession::job_started(const JobFacts& job, const std::vector<int>& 
         for (int mi : model_nodes)
             if (mi < 0 || static_cast<size_t>(mi) >= model_->nodes.size())
                 throw Error("model node " + std::to_string(mi) + " out of range (a bug in the select adapter)");
+        prefer_.erase(job.job_id);
         const JobIntent intent = intent_of(job);
         const double node_kw = job.gpus_per_node * power_w_per_gpu(model_->admission, intent) / 1000.0;
         for (int mi : model_nodes)
@@ -445,6 +478,32 @@ void PlacementSession::job_started(const JobFacts& job, const std::vector<int>& 
     } catch (...) {
         error("JobId=" + std::to_string(job.job_id) + ": unexpected error; its start is not counted");
     }
+}
+
+int64_t PlacementSession::prefer_since(uint32_t job_id) const
+{
+    auto it = prefer_.find(job_id);
+    return it == prefer_.end() ? 0 : it->second.since;
+}
+
+// Job `job`'s prefer clock at `now` (0: none runs): the session's, else
+// the one an earlier slurmctld wrote into its AdminComment. Touches it, and
+// once an hour forgets clocks of jobs no test has seen for a day.
+int64_t PlacementSession::clock_of(const JobFacts& job, int64_t now)
+{
+    if (now - prefer_swept_ >= 3600) {
+        prefer_swept_ = now;
+        for (auto it = prefer_.begin(); it != prefer_.end();)
+            it = now - it->second.seen > kPreferClockIdleSec ? prefer_.erase(it) : std::next(it);
+    }
+    auto it = prefer_.find(job.job_id);
+    if (it == prefer_.end()) {
+        if (job.prefer_since <= 0 || job.prefer_since > now)
+            return 0;
+        it = prefer_.emplace(job.job_id, PreferClock{job.prefer_since, now}).first;
+    }
+    it->second.seen = now;
+    return it->second.since;
 }
 
 }  // namespace m2g

@@ -45,6 +45,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "topology/admission.hpp"
@@ -72,8 +73,13 @@ struct JobFacts {
     int min_nodes = 1;                   // fewest nodes Slurm accepts for it
     int gpus_per_node = 0;               // 0: none or unknown
     int64_t time_limit_s = 0;            // <= 0: unlimited
-    int64_t eligible_since = 0;          // begin time, else submit time (epoch s): starts the prefer wait
-    bool names_nodes = false;            // named (-w) or contiguous nodes: Slurm decides alone
+    // The prefer wait (PreferWaitSec=) counts from the first run-now test
+    // in which the job could have started on the nodes free then, with a
+    // placement short of its intent: the session keeps that clock. These
+    // two only seed or override it:
+    int64_t prefer_since = 0;  // the clock of an earlier slurmctld (AdminComment prefer_since=); 0 none
+    bool wait_over = false;    // the caller says the wait is over (`m2g place fallback=yes`, test-only)
+    bool names_nodes = false;  // named (-w) or contiguous nodes: Slurm decides alone
 };
 
 // The node count a job_test places for: req_nodes when above min_nodes
@@ -119,6 +125,11 @@ struct Outcome {
     // The engine's placement when it ran (Narrowed, or Refuse because no
     // placement meets the intent): what `m2g place` reports.
     Placement placement;
+    // Prefer locality, waiting for its intent although a lesser placement
+    // was free: when its prefer wait ends (epoch s; 0 no clock runs), and
+    // whether this call started the clock.
+    int64_t fallback_at = 0;
+    bool clock_started = false;
 };
 
 // Where the session logs: `log` (Info, Warning, Error; also the signals
@@ -171,8 +182,15 @@ class PlacementSession {
 
     // A job began on `model_nodes` (its nodes the model knows): book its
     // power per domain until the feed's next snapshot, its GPUs in the
-    // pacer while an event is active, and count the placement. Never throws.
+    // pacer while an event is active, count the placement and drop its
+    // prefer clock. Never throws.
     void job_started(const JobFacts& job, const std::vector<int>& model_nodes, int64_t now);
+
+    // Job `job_id`'s prefer clock: when it could first have started (epoch
+    // s), 0 when none runs.
+    int64_t prefer_since(uint32_t job_id) const;
+    // Prefer clocks held (jobs that were not tested for a day are forgotten).
+    size_t prefer_clocks() const { return prefer_.size(); }
 
     // The decision counters, kept across reloads (the adapter counts each
     // job_test's verdict and time here).
@@ -187,10 +205,19 @@ class PlacementSession {
         int domain;
         double kw;
     };
+    // A job's prefer wait: since when it could have started, and when a
+    // test last saw it (jobs cancelled while pending are never started;
+    // their clocks go after kPreferClockIdleSec).
+    struct PreferClock {
+        int64_t since;
+        int64_t seen;
+    };
+    static constexpr int64_t kPreferClockIdleSec = 86400;
 
     Outcome decide_impl(const JobFacts& job, const std::vector<uint8_t>& offered, int offered_total,
                         const FreeGpus& free_gpus, SelectMode mode, int64_t now);
     JobIntent intent_of(const JobFacts& job) const;
+    int64_t clock_of(const JobFacts& job, int64_t now);
     void replace_model(std::unique_ptr<Model> m);
     SignalsView signals_view(int64_t now) const;
     void refresh_health(int64_t now);
@@ -218,6 +245,8 @@ class PlacementSession {
     // Power of jobs started since the snapshot in force was written.
     std::deque<Start> started_;
     Pacer pacer_;  // GPU starts during curtailment
+    std::unordered_map<uint32_t, PreferClock> prefer_;  // by job id
+    int64_t prefer_swept_ = 0;
     Counters stats_;
     StatsWriter stats_writer_;
     // Scratch, reused between calls.

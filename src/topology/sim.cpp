@@ -21,6 +21,7 @@
 #include "topology/config.hpp"
 #include "topology/curtail.hpp"
 #include "topology/error.hpp"
+#include "topology/export.hpp"
 #include "topology/hostlist.hpp"
 #include "topology/signals.hpp"
 #include "topology/intent.hpp"
@@ -36,8 +37,12 @@ const char* to_string(SimPolicy p)
         return "m2g";
     case SimPolicy::Tree:
         return "tree";
+    case SimPolicy::TreeNvl:
+        return "tree-nvl";
     case SimPolicy::Block:
         return "block";
+    case SimPolicy::BlockSeg:
+        return "block-seg";
     case SimPolicy::FirstFit:
         return "firstfit";
     }
@@ -46,10 +51,11 @@ const char* to_string(SimPolicy p)
 
 SimPolicy parse_sim_policy(std::string_view s)
 {
-    for (SimPolicy p : {SimPolicy::M2G, SimPolicy::Tree, SimPolicy::Block, SimPolicy::FirstFit})
+    for (SimPolicy p : {SimPolicy::M2G, SimPolicy::Tree, SimPolicy::TreeNvl, SimPolicy::Block, SimPolicy::BlockSeg,
+                        SimPolicy::FirstFit})
         if (s == to_string(p))
             return p;
-    throw ParseError("--policy '" + std::string(s) + "': expected m2g, tree, block or firstfit");
+    throw ParseError("--policy '" + std::string(s) + "': expected m2g, tree, tree-nvl, block, block-seg or firstfit");
 }
 
 namespace {
@@ -133,25 +139,55 @@ void take_best_fit(const std::vector<int>& cand, const std::vector<int>& bucket_
     }
 }
 
-// cons_tres with topology/tree, as Slurm sees an ordinary topology.conf:
-// leaf switches with their nodes, no NVLink domains. The lowest switch
-// with enough free nodes (fewest free first), then leaves best fit.
+// cons_tres with topology/tree on the switches of a topology.conf: the
+// lowest switch with enough free nodes (fewest free first, then list
+// order), then the level-0 switches below it (the ones holding nodes)
+// best fit. Nodes under no switch are never placed: Slurm wants every
+// node under a switch and spans a job only under a common one.
 class TreePlacer : public Placer {
   public:
-    explicit TreePlacer(const Model& m) : m_(m)
+    struct Sw {
+        int level;               // Slurm's: 0 holds nodes
+        int parent;              // index in the list, kNone at a root
+        std::vector<int> nodes;  // level 0: its nodes
+    };
+    // `tree`: an ordinary topology.conf of the fabric, leaf switches with
+    // their nodes, no NVLink domains.
+    static std::vector<Sw> fabric(const Model& m)
     {
-        for (size_t s = 0; s < m.switches.size(); ++s)
-            if (m.switches[s].height == 0) {
+        std::vector<Sw> sw;
+        for (const Switch& s : m.switches)
+            sw.push_back({s.height, s.parent, s.height == 0 ? s.all_nodes : std::vector<int>{}});
+        return sw;
+    }
+    // `tree-nvl`: what `m2g topology export --format=tree` writes
+    // (slurm_switches()): every NVLink domain a level-0 switch under its
+    // leaf, nodes in no domain on their leaf switch (level 0 too), a
+    // domain under no switch a tree of its own.
+    static std::vector<Sw> nvl(const Model& m)
+    {
+        std::vector<Sw> sw;
+        for (const SlurmSwitch& s : slurm_switches(m))
+            sw.push_back({s.level, s.parent, s.nodes});
+        return sw;
+    }
+    TreePlacer(const Model& m, std::vector<Sw> sw) : sw_(std::move(sw))
+    {
+        for (size_t s = 0; s < sw_.size(); ++s)
+            if (sw_[s].level == 0) {
+                std::vector<int> nodes = sw_[s].nodes;
+                std::sort(nodes.begin(), nodes.end(),
+                          [&](int a, int b) { return m.nodes[a].rank < m.nodes[b].rank; });
                 leaf_of_switch_.push_back(static_cast<int>(s));
-                leaf_nodes_.push_back(m.switches[s].all_nodes);
+                leaf_nodes_.push_back(std::move(nodes));
             }
         node_leaf_.assign(m.nodes.size(), kNone);
         for (size_t l = 0; l < leaf_nodes_.size(); ++l)
             for (int n : leaf_nodes_[l])
                 node_leaf_[n] = static_cast<int>(l);
-        subtree_leaves_.resize(m.switches.size());
+        subtree_leaves_.resize(sw_.size());
         for (size_t l = 0; l < leaf_of_switch_.size(); ++l)
-            for (int s = leaf_of_switch_[l]; s != kNone; s = m.switches[s].parent)
+            for (int s = leaf_of_switch_[l]; s != kNone; s = sw_[s].parent)
                 subtree_leaves_[s].push_back(static_cast<int>(l));
         leaf_free_.resize(leaf_nodes_.size());
     }
@@ -163,14 +199,13 @@ class TreePlacer : public Placer {
             if (free[n] && node_leaf_[n] != kNone)
                 ++leaf_free_[node_leaf_[n]];
         int best = -1, best_free = 0;
-        for (size_t s = 0; s < m_.switches.size(); ++s) {
+        for (size_t s = 0; s < sw_.size(); ++s) {
             int f = 0;
             for (int l : subtree_leaves_[s])
                 f += leaf_free_[l];
             if (f < nodes)
                 continue;
-            if (best < 0 || m_.switches[s].height < m_.switches[best].height ||
-                (m_.switches[s].height == m_.switches[best].height && f < best_free)) {
+            if (best < 0 || sw_[s].level < sw_[best].level || (sw_[s].level == sw_[best].level && f < best_free)) {
                 best = static_cast<int>(s);
                 best_free = f;
             }
@@ -183,7 +218,7 @@ class TreePlacer : public Placer {
     }
 
   private:
-    const Model& m_;
+    std::vector<Sw> sw_;
     std::vector<int> leaf_of_switch_;
     std::vector<std::vector<int>> leaf_nodes_;  // rank order
     std::vector<int> node_leaf_;
@@ -195,17 +230,24 @@ class TreePlacer : public Placer {
 // default block sizes (every power-of-two multiple of the base block):
 // the smallest level whose aligned aggregate holds the job, best fit among
 // its aggregates, base blocks best fit inside; up a level when none fits.
+// With `segments` (block-seg: every job submitted with --segment=S), a job
+// of N nodes larger than the largest base block is N/S segments of S
+// nodes, S the largest divisor of N that fits one; each segment goes, one
+// after the other, to the base block with the fewest free nodes that
+// holds it (Slurm 25.05+ places each segment as a job of S nodes, on the
+// nodes the earlier ones left). Smaller jobs are one segment: as block.
 class BlockPlacer : public Placer {
   public:
-    explicit BlockPlacer(const Model& m)
+    BlockPlacer(const Model& m, bool segments, const char* policy) : segments_(segments)
     {
         for (size_t n = 0; n < m.nodes.size(); ++n)
             if (m.nodes[n].domain == kNone)
-                throw Error("--policy block: node " + m.nodes[n].name +
+                throw Error(std::string("--policy ") + policy + ": node " + m.nodes[n].name +
                             " is in no NVLink domain; topology/block needs every node in a base block");
         for (const Domain& d : m.domains) {
             std::vector<int> nodes = d.nodes;
             std::sort(nodes.begin(), nodes.end(), [&](int a, int b) { return m.nodes[a].rank < m.nodes[b].rank; });
+            largest_ = std::max(largest_, static_cast<int>(nodes.size()));
             block_nodes_.push_back(std::move(nodes));
         }
         node_block_.assign(m.nodes.size(), kNone);
@@ -236,6 +278,8 @@ class BlockPlacer : public Placer {
         for (size_t n = 0; n < free.size(); ++n)
             if (free[n])
                 ++block_free_[node_block_[n]];
+        if (segments_ && nodes > largest_)
+            return place_segments(nodes, free, out);
         for (size_t l = 0; l < level_width_.size(); ++l) {
             if (level_capacity_[l] < nodes)
                 continue;  // below the smallest level that can hold the job
@@ -264,11 +308,51 @@ class BlockPlacer : public Placer {
     }
 
   private:
+    // N/S segments of S nodes, each in one base block (block_free_ filled).
+    bool place_segments(int nodes, const std::vector<uint8_t>& free, std::vector<int>& out)
+    {
+        int s = largest_;
+        while (nodes % s != 0)
+            --s;
+        taken_.assign(block_nodes_.size(), 0);
+        for (int k = nodes / s; k > 0; --k) {
+            int best = -1;
+            for (size_t b = 0; b < block_free_.size(); ++b)
+                if (block_free_[b] >= s && (best < 0 || block_free_[b] < block_free_[best]))
+                    best = static_cast<int>(b);
+            if (best < 0) {
+                out.clear();
+                return false;
+            }
+            // Its first s free nodes in rank order past those taken already.
+            int skip = taken_[best], take = s;
+            for (int n : block_nodes_[best]) {
+                if (take == 0)
+                    break;
+                if (!free[n])
+                    continue;
+                if (skip > 0) {
+                    --skip;
+                    continue;
+                }
+                out.push_back(n);
+                --take;
+            }
+            taken_[best] += s;
+            block_free_[best] -= s;
+        }
+        std::sort(out.begin(), out.end());
+        return true;
+    }
+
+    bool segments_;
+    int largest_ = 0;                            // nodes in the largest base block
     std::vector<std::vector<int>> block_nodes_;  // rank order
     std::vector<int> node_block_;
     std::vector<size_t> level_width_;  // base blocks per aggregate
     std::vector<int> level_capacity_;  // largest aggregate, in nodes
     std::vector<int> block_free_;
+    std::vector<int> taken_;  // place_segments: nodes taken per block
 };
 
 // Fewest buckets of these sizes that hold `need` (sizes descending).
@@ -548,33 +632,33 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
     // m2g is select/m2g's PlacementSession (signals gate, locality, the
     // engine, the prefer fallback, started-power bookkeeping, pacing) and
     // job_submit/m2g's decide() and AdmissionSession, as the plugins run
-    // them; what select/m2g leaves to cons_tres (locality any) goes to the
-    // tree policy, the simulator's cons_tres. The baselines place alone.
+    // them; what select/m2g leaves to cons_tres (locality any, or a prefer
+    // job's best effort that cons_tres refused) goes to the tree-nvl policy:
+    // cons_tres over topology/m2g's switches, the NVLink domains lowest.
+    // The baselines place alone.
     std::unique_ptr<Placer> placer;
     std::unique_ptr<PlacementSession> select;
     switch (opts.policy) {
     case SimPolicy::M2G:
         select = std::make_unique<PlacementSession>(SessionLog{}, 0);
-        placer = std::make_unique<TreePlacer>(m);
+        placer = std::make_unique<TreePlacer>(m, TreePlacer::nvl(m));
         break;
     case SimPolicy::Tree:
-        placer = std::make_unique<TreePlacer>(m);
+        placer = std::make_unique<TreePlacer>(m, TreePlacer::fabric(m));
+        break;
+    case SimPolicy::TreeNvl:
+        placer = std::make_unique<TreePlacer>(m, TreePlacer::nvl(m));
         break;
     case SimPolicy::Block:
-        placer = std::make_unique<BlockPlacer>(m);
+    case SimPolicy::BlockSeg:
+        placer = std::make_unique<BlockPlacer>(m, opts.policy == SimPolicy::BlockSeg, to_string(opts.policy));
         break;
     case SimPolicy::FirstFit:
         placer = std::make_unique<FirstFitPlacer>(m);
         break;
     }
-    // When a waiting job's prefer wait ends, select/m2g may decide otherwise:
-    // m2g gets an event then (the jobs carry the cluster's default topology).
-    bool prefer = false;
-    if (select) {
-        JobIntent topo;
-        apply_option(topo, kw::kOptTopology, m.policy.default_topology, 0);
-        prefer = topo.locality == Locality::Prefer;
-    }
+    // When a waiting job's prefer wait ends, select/m2g may decide
+    // otherwise: m2g gets an event then (select_nodes).
     const int64_t prefer_wait_s = m.policy.prefer_wait_sec;
     const double prefer_wait = static_cast<double>(prefer_wait_s);
 
@@ -748,8 +832,8 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
     };
 
     // m2g: job j as select/m2g sees it (JobFacts): the class every job
-    // carries, whole nodes, its run time as its limit, eligible since it
-    // was admitted or released.
+    // carries, whole nodes, its run time as its limit. Its prefer clock is
+    // the session's.
     std::vector<std::vector<std::string>> class_env;
     for (const JobIntent& ci : class_intent) {
         class_env.emplace_back();
@@ -764,17 +848,19 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         f.min_nodes = jobs[j].nodes;
         f.gpus_per_node = jobs[j].gpus_per_node;
         f.time_limit_s = static_cast<int64_t>(std::ceil(duration[j]));
-        f.eligible_since = epoch(jobs[j].eligible);
         return f;
     };
     // One select_p_job_test on `offer` at `now`, cons_tres's part played by
     // the tree policy: true with the job's nodes in `picked`.
+    // `clock_started`: that call started the job's prefer clock.
     std::vector<int> picked;
     std::vector<uint8_t> stock_offer;
+    bool clock_started = false;
     auto select_nodes = [&](const JobFacts& f, const std::vector<uint8_t>& offer, const FreeGpus& free_now,
                             SelectMode mode, double now) {
         const int total = static_cast<int>(std::count(offer.begin(), offer.end(), uint8_t(1)));
         const Outcome o = select->decide(f, offer, total, free_now, mode, epoch(now));
+        clock_started = o.clock_started;
         if (o.offer == Outcome::Offer::Refuse)
             return false;
         if (o.offer == Outcome::Offer::Narrowed) {
@@ -804,7 +890,7 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         bool fits = j.nodes <= ok;
         if (fits && select) {
             JobFacts f = facts_of(index);
-            f.eligible_since = std::numeric_limits<int64_t>::min() / 4;  // the wait is over
+            f.wait_over = true;
             fits = select_nodes(f, scratch, [&](int n) { return m.nodes[n].gpus; }, SelectMode::TestOnly, now);
         } else if (fits) {
             fits = placer->place(j.nodes, scratch, picked);
@@ -932,7 +1018,9 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
     double last_t = first_submit, last_end = first_submit;
     int stranded_now = 0, busy_nodes = 0;
     bool any_over = false;
-    std::set<std::tuple<int, int, bool, int>> failed;  // (nodes, GPUs per node, fallback, class) that did not fit in this pass
+    // (nodes, GPUs per node, prefer clock, class) that did not fit in this
+    // pass; the clock: 0 none runs, 1 running, 2 its wait is over.
+    std::set<std::tuple<int, int, int, int>> failed;
 
     auto adjust_node = [&](int n, int delta_gpus) {
         if (node_ok[n])
@@ -1084,7 +1172,7 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             return false;
         const std::vector<uint8_t>& offer = usable_for(job.gpus_per_node);
         if (!select) {
-            const std::tuple<int, int, bool, int> key{job.nodes, job.gpus_per_node, false, cls_of[j]};
+            const std::tuple<int, int, int, int> key{job.nodes, job.gpus_per_node, 0, cls_of[j]};
             if (failed.count(key))
                 return false;
             if (placer->place(job.nodes, offer, picked))
@@ -1094,13 +1182,23 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         }
         const JobFacts f = facts_of(j);
         // Without signals, select/m2g answers equal requests alike within a
-        // pass but for the prefer wait, which the key holds.
-        const std::tuple<int, int, bool, int> key{job.nodes, job.gpus_per_node,
-                                                  epoch(now) - f.eligible_since >= prefer_wait_s, cls_of[j]};
+        // pass but for the prefer clock, which the key holds.
+        const int64_t since = select->prefer_since(f.job_id);
+        const std::tuple<int, int, int, int> key{job.nodes, job.gpus_per_node,
+                                                 since == 0 ? 0 : epoch(now) - since >= prefer_wait_s ? 2 : 1,
+                                                 cls_of[j]};
         if (!power_aware && failed.count(key))
             return false;
         if (select_nodes(f, offer, [&](int n) { return node_free[n]; }, SelectMode::RunNow, now))
             return true;
+        if (clock_started) {
+            // A lesser placement was free: its prefer wait starts now and
+            // ends with an event. Another job of this shape without a clock
+            // would start its own: no failure to remember.
+            if (prefer_wait > 0)
+                events.push({now + prefer_wait, kWake, j});
+            return false;
+        }
         failed.insert(key);
         return false;
     };
@@ -1173,13 +1271,12 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
             --it;
         queue.insert(it, j);
     };
-    // Eligible from `now`: into the queue (the prefer wait starts).
+    // Eligible from `now`: into the queue. (Its prefer wait starts when it
+    // could first have started: select_nodes.)
     auto queue_job = [&](int j, double now) {
         adm_begin[j] = 0;
         jobs[j].eligible = now;
         enqueue(j);
-        if (prefer && prefer_wait > 0)
-            events.push({now + prefer_wait, kWake, j});
     };
     // The release thread on a job m2g holds: released, moved, or left
     // (then it is eligible once its begin time has come).
@@ -1351,6 +1448,177 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         return true;
     };
 
+    // EASY backfill's reservation for the queue head, on nodes: walking the
+    // running jobs by end time, the first end time at which the head's own
+    // policy places it on the nodes free then (m2g: select/m2g's decide()
+    // in will-run mode, the clock at now, as Slurm's backfill asks it) is
+    // the shadow time, and those nodes are `reserved`. End times are tried
+    // from the first with enough usable nodes, the step doubling until one
+    // places it, then halving back to the first that does (exact when more
+    // free nodes never make a placement fail: every baseline). False when
+    // it places nowhere even once every running job has ended.
+    std::vector<int> reserved;                    // the head's nodes at the shadow time
+    std::vector<std::pair<double, int>> ending;   // the running jobs by end time
+    std::vector<size_t> group_end;                // ending[0, group_end[k]): ended by the k-th end time
+    std::vector<int> fut_free, fut_try;           // per node: GPUs free at an end time
+    std::vector<uint8_t> fut_offer;
+    auto reserve_head = [&](int head, double now, double& shadow) {
+        const SimJobResult& h = jobs[head];
+        const int g = std::max(h.gpus_per_node, 1);
+        ending.assign(running.begin(), running.end());
+        group_end.clear();
+        for (size_t i = 0; i < ending.size(); ++i)
+            if (i + 1 == ending.size() || ending[i + 1].first != ending[i].first)
+                group_end.push_back(i + 1);
+        const int last = static_cast<int>(group_end.size()) - 1;
+        // The jobs of end times (from, to] end: their GPUs come free on f;
+        // `ready` counts the healthy nodes with the head's GPUs free.
+        auto apply = [&](std::vector<int>& f, int& ready, int from, int to) {
+            for (size_t i = from < 0 ? 0 : group_end[from]; i < group_end[to]; ++i) {
+                const SimJobResult& e = jobs[ending[i].second];
+                for (int n : e.placed) {
+                    const bool was = f[n] >= g;
+                    f[n] += e.gpus_per_node;
+                    ready += node_ok[n] && !was && f[n] >= g;
+                }
+            }
+        };
+        auto places = [&](const std::vector<int>& f, int ready) {
+            if (ready < h.nodes)
+                return false;
+            fut_offer.resize(f.size());
+            for (size_t n = 0; n < f.size(); ++n)
+                fut_offer[n] = node_ok[n] && f[n] >= g;
+            const bool ok = select ? select_nodes(facts_of(head), fut_offer, [&](int n) { return f[n]; },
+                                                  SelectMode::WillRun, now)
+                                   : placer->place(h.nodes, fut_offer, picked);
+            if (ok)
+                reserved = picked;
+            return ok;
+        };
+        // fut_free: the GPUs free after end time `lo`, where the head does
+        // not fit (-1: now, where it just failed to start).
+        fut_free = node_free;
+        int lo = -1, ready = 0;
+        for (size_t n = 0; n < fut_free.size(); ++n)
+            ready += node_ok[n] && fut_free[n] >= g;
+        while (ready < h.nodes && lo < last) {
+            apply(fut_free, ready, lo, lo + 1);
+            ++lo;
+        }
+        if (ready < h.nodes)
+            return false;
+        int hi = -1;
+        if (lo >= 0 && places(fut_free, ready)) {
+            hi = lo;
+        } else {
+            for (int step = 1; lo < last; step *= 2) {
+                const int to = std::min(last, lo + step);
+                fut_try = fut_free;
+                int u = ready;
+                apply(fut_try, u, lo, to);
+                if (places(fut_try, u)) {
+                    hi = to;
+                    break;
+                }
+                fut_free.swap(fut_try);
+                ready = u;
+                lo = to;
+            }
+            if (hi < 0)
+                return false;
+            // `reserved` holds the placement at hi (places() sets it only
+            // when it places).
+            while (hi - lo > 1) {
+                const int mid = lo + (hi - lo) / 2;
+                fut_try = fut_free;
+                int u = ready;
+                apply(fut_try, u, lo, mid);
+                if (places(fut_try, u)) {
+                    hi = mid;
+                } else {
+                    fut_free.swap(fut_try);
+                    ready = u;
+                    lo = mid;
+                }
+            }
+        }
+        shadow = ending[group_end[hi] - 1].first;
+        return true;
+    };
+    // try_place for a backfill candidate that would still run at the
+    // shadow time: on the usable nodes outside the reservation, which a
+    // reserved node leaves whole (Slurm's backfill takes the nodes it plans
+    // for the head out of such a job's test). The reserved nodes are hidden
+    // for the call (out of node_ok and the free counts) and try_place gets
+    // a usable[] cache and failure set of their own, so its rules apply
+    // unchanged.
+    decltype(usable) usable_outside(usable.size());
+    decltype(usable_version) usable_outside_version(usable_version.size(), 0);
+    decltype(failed) failed_outside;
+    auto hide_reserved = [&](bool hide) {
+        for (int n : reserved) {
+            if (hide) {
+                --free_count[node_free[n]];
+                free_gpus -= node_free[n];
+            } else {
+                ++free_count[node_free[n]];
+                free_gpus += node_free[n];
+            }
+            node_ok[n] = !hide;
+        }
+        std::swap(usable, usable_outside);
+        std::swap(usable_version, usable_outside_version);
+        std::swap(failed, failed_outside);
+    };
+    // The last reservation holds for the same head (m2g: with the same
+    // prefer clock) while its nodes will still be free at its shadow time:
+    // jobs end when planned, and a backfilled job ends by then or keeps off
+    // them, so no earlier end time can place the head and the walk would
+    // find the same time (only, perhaps, other nodes). Not with power
+    // policy or curtailment, whose answers and end times move.
+    struct Kept {
+        int head;
+        int64_t since;
+        bool over;
+        double shadow;  // -1: none kept
+        bool same(const Kept& o) const { return head == o.head && since == o.since && over == o.over; }
+    } kept{-1, 0, false, -1};
+    auto reserved_free_at = [&](int head, double t) {
+        const int g = std::max(jobs[head].gpus_per_node, 1);
+        fut_free = node_free;
+        for (const auto& [end, j] : running) {
+            if (end > t)
+                break;
+            for (int n : jobs[j].placed)
+                fut_free[n] += jobs[j].gpus_per_node;
+        }
+        for (int n : reserved)
+            if (!node_ok[n] || fut_free[n] < g)
+                return false;
+        return true;
+    };
+    std::vector<int> reserved_free(static_cast<size_t>(gpn) + 1, 0);  // reserved nodes with k GPUs free
+    uint64_t reserved_free_version = 0;  // 0: count them again
+    auto try_place_outside = [&](int j, double now) {
+        // Too few usable nodes outside the reservation: no need to look.
+        if (reserved_free_version != version) {
+            std::fill(reserved_free.begin(), reserved_free.end(), 0);
+            for (int n : reserved)
+                ++reserved_free[node_free[n]];
+            reserved_free_version = version;
+        }
+        const int g = std::max(jobs[j].gpus_per_node, 1);
+        int outside = usable_nodes(g);
+        for (int k = g; k <= gpn; ++k)
+            outside -= reserved_free[k];
+        if (jobs[j].nodes > outside)
+            return false;
+        hide_reserved(true);
+        const bool ok = try_place(j, now);
+        hide_reserved(false);
+        return ok;
+    };
     auto schedule = [&](double now) {
         failed.clear();
         // FCFS: start the head while it can start.
@@ -1360,26 +1628,68 @@ SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts)
         }
         if (queue.empty() || free_gpus == 0)
             return;
-        // EASY backfill: the head's reservation, in GPUs.
+        // EASY backfill: the head's reservation, on nodes (reserve_head),
+        // else in GPUs; made when a later job first has enough usable
+        // nodes to start (nothing has changed by then).
         const int head = queue.front();
-        const int head_gpus = jobs[head].nodes * jobs[head].gpus_per_node;
-        int avail = free_gpus;
         double shadow = now;
-        for (const auto& [end, j] : running) {
-            if (avail >= head_gpus)
-                break;
-            avail += jobs[j].nodes * jobs[j].gpus_per_node;
-            shadow = end;
-        }
-        int extra = avail - head_gpus;  // GPUs the head will not need at the shadow time
+        bool reserved_yet = false, by_nodes = false;
+        int extra = 0;  // by GPUs: those the head will not need at the shadow time
+        auto reserve = [&] {
+            reserved_yet = true;
+            if (opts.reserve_nodes) {
+                int64_t since = 0;  // m2g: the head's prefer clock, and whether its wait is over
+                bool over = false;
+                if (select) {
+                    since = select->prefer_since(static_cast<uint32_t>(head));
+                    over = since > 0 && epoch(now) - since >= prefer_wait_s;
+                }
+                const Kept k{head, since, over, 0};
+                if (!power_aware && !curtail && kept.same(k) && kept.shadow > now &&
+                    reserved_free_at(head, kept.shadow)) {
+                    by_nodes = true;
+                    shadow = kept.shadow;
+                } else {
+                    by_nodes = reserve_head(head, now, shadow);
+                    kept = k;
+                    kept.shadow = by_nodes ? shadow : -1;
+                }
+            }
+            if (by_nodes) {
+                std::fill(usable_outside_version.begin(), usable_outside_version.end(), 0);
+                failed_outside.clear();
+                reserved_free_version = 0;
+                return;
+            }
+            reserved.clear();
+            const int head_gpus = jobs[head].nodes * jobs[head].gpus_per_node;
+            int avail = free_gpus;
+            shadow = now;
+            for (const auto& [end, j] : running) {
+                if (avail >= head_gpus)
+                    break;
+                avail += jobs[j].nodes * jobs[j].gpus_per_node;
+                shadow = end;
+            }
+            extra = avail - head_gpus;
+        };
         int looked = 0;
         for (auto it = std::next(queue.begin()); it != queue.end() && free_gpus > 0 && looked < opts.backfill_depth;
              ++looked) {
             const int j = *it;
+            if (jobs[j].nodes > usable_nodes(jobs[j].gpus_per_node)) {
+                ++it;  // try_place would say no
+                continue;
+            }
+            if (!reserved_yet)
+                reserve();
             const int g = jobs[j].nodes * jobs[j].gpus_per_node;
             const bool ends_before = now + duration[j] <= shadow;
-            if ((ends_before || g <= extra) && try_place(j, now)) {
-                if (!ends_before)
+            const bool ok = ends_before ? try_place(j, now)
+                            : by_nodes  ? try_place_outside(j, now)
+                                        : g <= extra && try_place(j, now);
+            if (ok) {
+                if (!ends_before && !by_nodes)
                     extra -= g;
                 jobs[j].backfilled = true;
                 start_job(j, now);

@@ -12,9 +12,16 @@
 //             the job's GPUs free, mode RunNow, the simulated clock, then
 //             job_started(); what it leaves to cons_tres (locality any)
 //             goes to the tree policy below;
-//   tree      an approximation of cons_tres with topology/tree;
+//   tree      an approximation of cons_tres with topology/tree on the
+//             fabric alone (leaf switches hold the nodes);
+//   tree-nvl  the same on what `m2g topology export --format=tree` writes:
+//             the NVLink domains are the lowest switches;
 //   block     an approximation of Slurm 23.11+ topology/block;
+//   block-seg the same with every job submitted with --segment=S (S: N up
+//             to the largest domain, else its largest divisor that fits);
 //   firstfit  the first free nodes in rank order.
+// The queue head's backfill reservation is on nodes: where its policy
+// would place it once enough running jobs have ended (doc/simulator.md).
 // With a signals timeline or power budgets, m2g also runs admission as
 // job_submit/m2g does, on a feed whose draw is the simulated one (what
 // started in the snapshot's own second is not in it: select/m2g books it):
@@ -49,10 +56,11 @@
 
 namespace m2g {
 
-enum class SimPolicy { M2G, Tree, Block, FirstFit };
+enum class SimPolicy { M2G, Tree, TreeNvl, Block, BlockSeg, FirstFit };
 
 const char* to_string(SimPolicy p);
-// "m2g", "tree", "block" or "firstfit"; throws ParseError naming the choices.
+// "m2g", "tree", "tree-nvl", "block", "block-seg" or "firstfit"; throws
+// ParseError naming the choices.
 SimPolicy parse_sim_policy(std::string_view s);
 
 // An empirical CDF of per-GPU power (W), e.g. metric gpu_power of one
@@ -77,6 +85,12 @@ struct SimOptions {
     double load = 0;          // > 0: scale inter-arrival times to this offered load; 0: as recorded
     uint64_t seed = 0;        // != 0: jobs submitted at the same second are shuffled with this seed
     int backfill_depth = 500; // queued jobs looked at per pass (Slurm's bf_max_job_test)
+    // The head's backfill reservation: true, the nodes its policy would
+    // give it at the shadow time (a later job that runs past it may not
+    // use them); false, a count of GPUs (the classic EASY simplification;
+    // also the fallback when the policy places the head nowhere even once
+    // every running job has ended).
+    bool reserve_nodes = true;
     // Signals timeline: one m2g.signals/v1 document. Its generated_at is
     // the wall-clock time of the trace's first submit; its events and
     // maintenance windows carry their own times; its budgets and health

@@ -161,6 +161,7 @@ ParsedAnnotation parse_annotation(std::string_view admin_comment) noexcept
             a.wait = p.wait;
             a.need = p.need;
             a.over = p.over;
+            a.prefer_since = p.prefer_since;
         }
         if (read.admission) {
             const AdmissionAnnotation& d = *read.admission;
@@ -1011,11 +1012,18 @@ class Explainer {
             e_.suggestions.push_back("ask for --m2g-topology=prefer (takes the best placement after PreferWaitSec=" +
                                      std::to_string(pol.prefer_wait_sec) + " s)");
         } else if (starts_with(a_.policy, "prefer")) {
-            const int64_t since = job_.begin_time > 0 ? job_.begin_time : job_.submit_time;
+            // The prefer wait runs from the first time it could have started
+            // short of its intent (prefer_since=); before that it has not
+            // begun.
+            const int64_t since = a_.prefer_since;
             if (since > 0 && since + pol.prefer_wait_sec > now_)
-                e_.suggestions.push_back("prefer takes the best placement from " +
+                e_.suggestions.push_back("prefer takes the best placement free from " +
                                          format_utc(since + pol.prefer_wait_sec) + " (PreferWaitSec=" +
-                                         std::to_string(pol.prefer_wait_sec) + " s after it became eligible)");
+                                         std::to_string(pol.prefer_wait_sec) + " s after " + format_utc(since) +
+                                         ", when it could first have started on a lesser placement)");
+            else if (since == 0)
+                e_.suggestions.push_back("its prefer wait (PreferWaitSec=" + std::to_string(pol.prefer_wait_sec) +
+                                         " s) starts once a placement short of its intent is free at its turn");
         }
         if (wait != WaitCause::NvlinkDomain || job_.intent.segment > 0 || nodes < 2)
             return;

@@ -85,6 +85,7 @@ struct ParsedAnnotation {
     WaitCause wait = WaitCause::None;
     int need = 0;
     std::vector<std::string> over;
+    int64_t prefer_since = 0;          // waiting, prefer: when its prefer wait began (epoch s); 0 not begun
     // Admission part (job_submit/m2g).
     std::string verdict;               // "admit", "defer", "pace", "reject"; "" none or unknown
     bool monitor = false;              // "monitor would ...": Admission=monitor, nothing enforced

@@ -151,8 +151,15 @@ Trace parse_swf(std::string_view text, const std::string& file)
             if (!to_double(f[k], v[k]))
                 throw ParseError(where(file, no) + "field " + std::to_string(k + 1) + " '" + std::string(f[k]) +
                                  "' is not a number");
+        // -1 is SWF's "unknown" in every field (LLNL-Thunder-2007-1.1-cln has
+        // 1,190 such records: every field -1): skipped and counted, as an
+        // unknown run time is. Any other negative submit time is an error.
+        if (v[1] == -1) {
+            ++t.skipped;
+            return;
+        }
         if (v[1] < 0)
-            throw ParseError(where(file, no) + "submit time (field 2) must be 0 or more");
+            throw ParseError(where(file, no) + "submit time (field 2) must be 0 or more, or -1 (unknown)");
         // Field 8 is the requested processors, field 5 the allocated ones
         // (either may be -1: unknown).
         const double procs = v[7] > 0 ? v[7] : v[4];

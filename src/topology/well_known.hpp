@@ -193,6 +193,9 @@ inline constexpr const char* kAnnotationCurtail = "curtail=";
 inline constexpr const char* kAnnotationWait = "wait";  // why it waits: one of kWaitCauses
 inline constexpr const char* kAnnotationNeed = "need";  // nodes it waits for (nvlink-domain, switch, nodes)
 inline constexpr const char* kAnnotationOver = "over";  // racks (rack-power) or rows (row-power) over budget
+// prefer locality: when the job could first have started short of its intent
+// (epoch s); its prefer wait (PreferWaitSec=) counts from then
+inline constexpr const char* kAnnotationPreferSince = "prefer_since";
 // The wait= values, in WaitCause order (placement.hpp; None is not written);
 // also the <what> of m2g_pending_jobs{reason="waiting:<what>"}.
 inline constexpr std::array<const char*, 12> kWaitCauses = {

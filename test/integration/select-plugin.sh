@@ -63,9 +63,8 @@ is "$(job_state "$strict")" PENDING "a strict 18-node job (partition default) wa
 ok "scontrol show job $strict | grep -q 'AdminComment=m2g:\[waiting policy=strict:nvlink wait=nvlink-domain need=18 reason=waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 17)[];]'" \
 	"its AdminComment says what it waits for"
 small=$(sbatch --parsable -J small -N2 --exclusive --gres=gpu:4 -t 2 --wrap 'sleep 3')
-wait_job_state "$small" "RUNNING|COMPLETED" 30
-is "$(job_state "$small"):$(job_state "$strict")" "$(job_state "$small"):PENDING" \
-	"a small job starts around the waiting strict job"
+check "a small job starts around the waiting strict job" wait_job_state "$small" "RUNNING|COMPLETED" 30
+is "$(job_state "$strict")" PENDING "and the strict job still waits"
 wait_job_state "$strict" "RUNNING|COMPLETED" 120
 is "$(where "$(job_nodelist "$strict")")" "18 nodes in 1 NVLink domain (nvl03 18/18, whole) under 1 leaf switch (leaf01)" \
 	"it starts on the rack that freed, whole"
@@ -129,5 +128,42 @@ wait_job_state "$h2" CANCELLED 60
 after=$(sbatch --parsable -J after -N1 --exclusive --gres=gpu:4 --wrap true)
 wait_job_state "$after" COMPLETED 60
 ok "[[ \$(sacct_field $after AdminComment) == m2g:* ]]" "jobs placed after the restart are annotated"
-scancel -n fill -n h1 -n h2
+scancel -n fill,h1,h2  # one --name list: a repeated -n keeps only the last
+
+# --- (g) the prefer wait counts from when the job could first have started ----
+# PreferWaitSec=20. A prefer job queues 30 s with nothing free at all (no
+# placement of any kind): that is not prefer wait. Then every rack frees
+# but for one node each, so only a two-rack placement is free: its wait
+# starts then, and it still holds out for a whole rack for 20 s, saying
+# since when in AdminComment, before it takes the two racks.
+sed -i -e 's/^PartitionName=gpu .*/PartitionName=gpu DefaultTopology=prefer:nvlink PreferWaitSec=20/' \
+	-e '/^HealthFile=/d' "$TB_DIR/etc/m2g.conf"
+scontrol update nodename=r05n03 state=resume
+scontrol reconfigure
+for _ in $(seq 1 90); do [[ -z $(squeue -h -t RUNNING,COMPLETING -o %i) ]] && break; sleep 1; done
+is "$(squeue -h -t RUNNING,COMPLETING -o %i | wc -l)" 0 "(g) starts on an idle cluster"
+holders=()
+for r in 1 2 3 4 5 6 7 8; do holders+=("$(sbatch --parsable -J hold -N1 -w "r0${r}n01" --exclusive --gres=gpu:4 --wrap 'sleep 600')"); done
+wall=$(sbatch --parsable -J wall -N136 -w 'r0[1-8]n[02-18]' --exclusive --gres=gpu:4 --wrap 'sleep 600')
+for h in "${holders[@]}" "$wall"; do wait_job_state "$h" RUNNING 60; done
+pj=$(rack_job -t 10)
+sleep 30
+is "$(job_state "$pj")" PENDING "a prefer job with nothing free for 30 s (PreferWaitSec=20) still pends"
+ok "! scontrol show job $pj | grep -q prefer_since=" "its prefer wait has not started: no placement of any kind was free"
+freed=$(date +%s)
+scancel "$wall"
+for _ in $(seq 1 20); do scontrol show job "$pj" | grep -q 'prefer_since=' && break; sleep 0.5; done
+ac=$(scontrol show job "$pj" | sed -n 's/.*AdminComment=\(m2g:[^ ]* .*\)$/\1/p')
+since=$(scontrol show job "$pj" | grep -o 'prefer_since=[0-9]*' | cut -d= -f2)
+diag "AdminComment: $ac"
+ok "[[ -n '$since' ]] && (( ${since:-0} >= freed - 1 && ${since:-0} <= freed + 20 ))" \
+	"the wait starts when a two-rack placement is free (prefer_since=${since:-none}, freed at $freed)"
+sleep 8
+is "$(job_state "$pj")" PENDING "8 s later it still holds out for a whole rack"
+ok "$M2G explain $pj | grep -q 'prefer takes the best placement free from'" "m2g explain says when it falls back"
+check "then it takes the best placement free" wait_job_state "$pj" "RUNNING|COMPLETED" 120
+start=$(date -d "$(sacct_field "$pj" Start)" +%s 2>/dev/null) || start=0
+ok "(( start >= ${since:-0} + 20 ))" "no earlier than PreferWaitSec after its wait began ($(( start - ${since:-0} )) s)"
+is "$(where "$(job_nodelist "$pj")" | grep -o 'in [0-9] NVLink domains')" "in 2 NVLink domains" "on two racks"
+scancel -n hold
 done_testing

@@ -106,7 +106,6 @@ class Session : public testing::Test {
         f.min_nodes = nodes;
         f.gpus_per_node = 4;
         f.time_limit_s = 3600;
-        f.eligible_since = now_;
         return f;
     }
 
@@ -199,33 +198,140 @@ TEST_F(Session, StrictJobThatCannotFitWaitsWithTheReason)
 TEST_F(Session, PreferJobFallsBackOnceItsWaitIsOver)
 {
     load();
-    free_ = {4, 0, 4, 0, 4, 0, 4, 0};
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};  // one free node per domain: 2 nodes fit only across domains
     JobFacts f = job("prefer:nvlink", 2);
-    const Outcome before = decide(f, SelectMode::RunNow);
+    auto at = [&](int64_t t) {
+        return session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, t);
+    };
+    // A lesser placement is free at its turn: the prefer wait starts now.
+    const Outcome before = at(now_);
     EXPECT_EQ(before.offer, Offer::Refuse);
     EXPECT_EQ(before.verdict_after(false), SelectVerdict::Waiting);
-    EXPECT_EQ(before.annotation_now.rfind(
-                  "waiting policy=prefer:nvlink wait=nvlink-domain need=2 reason=waiting for an NVLink domain", 0),
+    EXPECT_TRUE(before.clock_started);
+    EXPECT_EQ(before.fallback_at, now_ + 300);
+    EXPECT_EQ(session_.prefer_since(42), now_);
+    EXPECT_EQ(before.annotation_now.rfind("waiting policy=prefer:nvlink wait=nvlink-domain need=2 prefer_since=" +
+                                              std::to_string(now_) + " reason=waiting for an NVLink domain",
+                                          0),
               0u)
         << before.annotation_now;
+    EXPECT_EQ(parse_placement(before.annotation_now).prefer_since, now_);
+    expect_typed_as_legacy(before.annotation_now);
 
-    f.eligible_since = now_ - 300;  // PreferWaitSec=300 has passed
-    const Outcome after = decide(f, SelectMode::RunNow);
+    const Outcome still = at(now_ + 299);  // PreferWaitSec=300 not over: the clock runs on
+    EXPECT_EQ(still.offer, Offer::Refuse);
+    EXPECT_FALSE(still.clock_started);
+    EXPECT_EQ(still.fallback_at, now_ + 300);
+
+    const Outcome after = at(now_ + 300);
     ASSERT_EQ(after.offer, Offer::Narrowed);  // best effort, still the closest nodes
-    EXPECT_EQ(after.nodes.size(), 2u);
+    EXPECT_EQ(after.nodes, (std::vector<int>{0, 2}));  // d1 and d2, under one leaf
     EXPECT_TRUE(after.fallback_to_allowed);
+    EXPECT_EQ(after.fallback_at, 0);
     EXPECT_EQ(after.verdict_after(true), SelectVerdict::Placed);
     EXPECT_EQ(after.verdict_after(false), SelectVerdict::Stock);
 
     // Nothing free at all: the engine finds nothing, the job says why and
     // cons_tres decides on everything allowed.
     free_.assign(8, 0);
-    const Outcome none = decide(f, SelectMode::RunNow);
+    const Outcome none = at(now_ + 400);
     EXPECT_EQ(none.offer, Offer::Stock);
     EXPECT_EQ(none.verdict_after(true), SelectVerdict::Stock);
     EXPECT_EQ(none.annotation_now.rfind("waiting policy=prefer:nvlink wait=nodes need=2 reason=waiting for 2 ", 0), 0u)
         << none.annotation_now;
     expect_typed_as_legacy(none.annotation_now);
+
+    // Its start ends the clock.
+    session_.job_started(f, {0, 2}, now_ + 401);
+    EXPECT_EQ(session_.prefer_since(42), 0);
+}
+
+// Time in the queue is not prefer wait: the clock starts at the first
+// run-now test in which the job could have started short of its intent,
+// however long ago it was submitted. Planning and test-only never start it.
+TEST_F(Session, PreferWaitCountsFromWhenTheJobCouldFirstHaveStarted)
+{
+    load();
+    JobFacts f = job("prefer:nvlink", 2);
+    auto at = [&](int64_t t, SelectMode mode = SelectMode::RunNow) {
+        return session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, mode, t);
+    };
+    free_ = {4, 0, 0, 0, 0, 0, 0, 0};  // one free node: nothing fits, not even across domains
+    Outcome o = at(now_);
+    EXPECT_EQ(o.offer, Offer::Refuse);
+    EXPECT_FALSE(o.clock_started);
+    EXPECT_EQ(o.fallback_at, 0);
+    EXPECT_EQ(o.annotation_now.find("prefer_since="), std::string::npos) << o.annotation_now;
+    EXPECT_EQ(session_.prefer_since(42), 0);
+
+    free_ = {4, 0, 4, 0, 0, 0, 0, 0};  // two free nodes in two domains, an hour later
+    o = at(now_ + 3600, SelectMode::WillRun);
+    EXPECT_FALSE(o.clock_started);  // backfill planning is no start
+    o = at(now_ + 3600, SelectMode::TestOnly);
+    EXPECT_FALSE(o.clock_started);
+    EXPECT_EQ(session_.prefer_since(42), 0);
+    o = at(now_ + 3600);
+    EXPECT_EQ(o.offer, Offer::Refuse);  // an hour in the queue, and the wait only begins
+    EXPECT_TRUE(o.clock_started);
+    EXPECT_EQ(o.fallback_at, now_ + 3600 + 300);
+    // The wait is over: planning may use the lesser placement too.
+    o = at(now_ + 3900);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_TRUE(o.fallback_to_allowed);
+
+    // A job a strict or any intent: no clock.
+    JobFacts s = job("strict:nvlink", 2);
+    s.job_id = 43;
+    EXPECT_FALSE(session_.decide(s, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, now_)
+                     .clock_started);
+    EXPECT_EQ(session_.prefer_since(43), 0);
+}
+
+// After a slurmctld restart the session has no clocks: the adapter passes
+// the one its waiting annotation recorded (prefer_since=), and the wait
+// goes on from there rather than starting again.
+TEST_F(Session, PreferClockSurvivesARestartThroughTheAnnotation)
+{
+    load();
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};
+    JobFacts f = job("prefer:nvlink", 2);
+    f.prefer_since = now_ - 300;
+    const Outcome o = session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow,
+                                      now_);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_TRUE(o.fallback_to_allowed);
+    EXPECT_FALSE(o.clock_started);
+    EXPECT_EQ(session_.prefer_since(42), now_ - 300);
+    // A clock in the future (a clock skew, a hand edit) is ignored.
+    JobFacts g = job("prefer:nvlink", 2);
+    g.job_id = 44;
+    g.prefer_since = now_ + 100;
+    const Outcome og = session_.decide(g, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow,
+                                       now_);
+    EXPECT_EQ(og.offer, Offer::Refuse);
+    EXPECT_TRUE(og.clock_started);
+    EXPECT_EQ(session_.prefer_since(44), now_);
+}
+
+// Jobs cancelled while pending never start: their clocks go once no test
+// has seen them for a day, checked at most hourly.
+TEST_F(Session, PreferClocksOfVanishedJobsAreForgotten)
+{
+    load();
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};
+    auto at = [&](uint32_t id, int64_t t) {
+        JobFacts f = job("prefer:nvlink", 2);
+        f.job_id = id;
+        return session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, t);
+    };
+    at(1, now_);
+    at(2, now_);
+    EXPECT_EQ(session_.prefer_clocks(), 2u);
+    at(2, now_ + 80000);          // job 2 still tested
+    at(3, now_ + 86400 + 3600);  // an hour later, a sweep: job 1 was last seen over a day ago
+    EXPECT_EQ(session_.prefer_since(1), 0);
+    EXPECT_EQ(session_.prefer_since(2), now_);
+    EXPECT_EQ(session_.prefer_clocks(), 2u);
 }
 
 TEST_F(Session, DefaultTopologyComesFromThePartition)

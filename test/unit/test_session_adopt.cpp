@@ -55,7 +55,6 @@ class Adopt : public testing::Test {
         f.min_nodes = min_nodes;
         f.gpus_per_node = 4;
         f.time_limit_s = 3600;
-        f.eligible_since = kNow;
         return session_.decide(f, offered_, 8, [](int) { return 4; }, SelectMode::RunNow, kNow);
     }
 
@@ -123,7 +122,6 @@ TEST_F(Adopt, StartsAreBookedAgainstTheCallersSnapshot)
     f.nodes = 2;
     f.min_nodes = 2;
     f.gpus_per_node = 4;
-    f.eligible_since = kNow;
     auto test = [&] {
         return session_.decide(f, offered_, 8, [](int) { return 4; }, SelectMode::RunNow, kNow).offer;
     };

@@ -38,7 +38,8 @@ const SimJobResult& job(const SimResult& r, const std::string& id)
 // Node indices in tiny.conf: n1 is 0, ..., n8 is 7.
 using Nodes = std::vector<int>;
 
-const SimPolicy kAll[] = {SimPolicy::M2G, SimPolicy::Tree, SimPolicy::Block, SimPolicy::FirstFit};
+const SimPolicy kAll[] = {SimPolicy::M2G,   SimPolicy::Tree,     SimPolicy::TreeNvl,
+                          SimPolicy::Block, SimPolicy::BlockSeg, SimPolicy::FirstFit};
 
 }  // namespace
 
@@ -50,15 +51,23 @@ TEST(SimPolicyName, ParsesAndRejects)
         parse_sim_policy("best");
         FAIL();
     } catch (const ParseError& e) {
-        EXPECT_NE(std::string(e.what()).find("m2g, tree, block or firstfit"), std::string::npos);
+        EXPECT_NE(std::string(e.what()).find("m2g, tree, tree-nvl, block, block-seg or firstfit"), std::string::npos);
     }
 }
 
 // a (1 node), b (2 nodes), c (3 nodes), all at t=0 for 100 s.
-//   m2g:      a n1 (best-fit d1), b d2 = n3 n4, c under leaf2 = n5 n6 n7
-//   tree:     a n1, b leaf1's first free = n2 n3 (d1+d2), c leaf2 = n5 n6 n7
-//   block:    a d1, b d2, c the 2-block aggregate {d3,d4} = n5 n6 n7
-//   firstfit: a n1, b n2 n3, c n4 n5 n6 (two leaves)
+//   m2g:       a n1 (best-fit d1), b d2 = n3 n4, c under leaf2 = n5 n6 n7
+//   tree:      a n1, b leaf1's first free = n2 n3 (d1+d2), c leaf2 = n5 n6 n7
+//   tree-nvl:  the domains are the lowest switches: a the first of the
+//              fewest free, d1 = n1; b d2 (d1 has 1 free) = n3 n4; c no
+//              domain and no leaf1 (1 free): leaf2, its domains best fit:
+//              d3 (the first of the largest) n5 n6, then d4 n7
+//   block:     a d1, b d2, c the 2-block aggregate {d3,d4} = n5 n6 n7
+//   block-seg: a, b as block; c (3 nodes, more than a domain) gets
+//              --segment=1 (3 is prime): three 1-node segments, each to
+//              the block with the fewest free nodes: d1 (n2), d3 (n5),
+//              d3 again (n6) — two leaves
+//   firstfit:  a n1, b n2 n3, c n4 n5 n6 (two leaves)
 TEST(SimPlacement, EachPolicyExact)
 {
     struct Want {
@@ -68,7 +77,9 @@ TEST(SimPlacement, EachPolicyExact)
     } wants[] = {
         {SimPolicy::M2G, {0}, {2, 3}, {4, 5, 6}, 1.0, 1.0},
         {SimPolicy::Tree, {0}, {1, 2}, {4, 5, 6}, 0.5, 1.0},
+        {SimPolicy::TreeNvl, {0}, {2, 3}, {4, 5, 6}, 1.0, 1.0},
         {SimPolicy::Block, {0}, {2, 3}, {4, 5, 6}, 1.0, 1.0},
+        {SimPolicy::BlockSeg, {0}, {2, 3}, {1, 4, 5}, 1.0, 4.0 / 3},
         {SimPolicy::FirstFit, {0}, {1, 2}, {3, 4, 5}, 0.5, 4.0 / 3},
     };
     for (const Want& w : wants) {
@@ -144,13 +155,15 @@ TEST(SimBackfill, EasyReservationEveryPolicy)
 // Five jobs fill the cluster but n8; j0 ends at 100 and frees n1. j5 (2
 // nodes) could then run on n1 + n8, two NVLink domains. The baselines
 // start it at 100; m2g (prefer:nvlink, PreferWaitSec 300 by default) holds
-// it for a whole domain until its wait is over at 300, then takes n1 + n8.
+// it for a whole domain. Its wait starts at 100, when it could first have
+// started (its 100 s in the queue before are not prefer wait), and is over
+// at 400: then it takes n1 + n8.
 TEST(SimIntent, M2GHoldsForADomainUntilPreferWaitEnds)
 {
     for (SimPolicy p : kAll) {
         SCOPED_TRACE(to_string(p));
         const SimResult r = run("intent.csv", p);
-        const double start = p == SimPolicy::M2G ? 300 : 100;
+        const double start = p == SimPolicy::M2G ? 400 : 100;
         EXPECT_EQ(job(r, "j0").placed, Nodes{0});
         EXPECT_EQ(job(r, "j1").placed, Nodes{1});
         EXPECT_EQ(job(r, "j2").placed, (Nodes{2, 3}));
@@ -162,9 +175,9 @@ TEST(SimIntent, M2GHoldsForADomainUntilPreferWaitEnds)
         EXPECT_DOUBLE_EQ(r.containment, 5.0 / 6);
         EXPECT_DOUBLE_EQ(r.makespan_s, 1000);
         // The busy window ends at j5's start. n8 idle over [0,100) while j5
-        // waits; m2g also leaves n1 + n8 idle to 300.
+        // waits; m2g also leaves n1 + n8 idle to 400.
         EXPECT_DOUBLE_EQ(r.window_s, start);
-        const double stranded = 4.0 * 100 + (p == SimPolicy::M2G ? 8.0 * 200 : 0);
+        const double stranded = 4.0 * 100 + (p == SimPolicy::M2G ? 8.0 * 300 : 0);
         EXPECT_DOUBLE_EQ(r.stranded_gpus, stranded / (32 * start));
         EXPECT_DOUBLE_EQ(r.all.delay_mean, start / 6);
         EXPECT_DOUBLE_EQ(r.all.delay_p99, start);
@@ -248,10 +261,15 @@ TEST(SimBlock, NeedsEveryNodeInADomain)
     SimOptions o;
     o.policy = SimPolicy::Block;
     EXPECT_THROW(simulate(m, t, o), Error);
-    o.policy = SimPolicy::Tree;  // the others place nodes outside domains
-    const SimResult r = simulate(m, t, o);
-    EXPECT_EQ(r.job_results[0].placed, Nodes{0});
-    EXPECT_EQ(r.job_results[0].domains, 1);
+    o.policy = SimPolicy::BlockSeg;
+    EXPECT_THROW(simulate(m, t, o), Error);
+    for (SimPolicy p : {SimPolicy::Tree, SimPolicy::TreeNvl}) {  // the others place nodes outside domains
+        SCOPED_TRACE(to_string(p));
+        o.policy = p;  // tree-nvl: s holds the nodes itself (level 0), as the export writes it
+        const SimResult r = simulate(m, t, o);
+        EXPECT_EQ(r.job_results[0].placed, Nodes{0});
+        EXPECT_EQ(r.job_results[0].domains, 1);
+    }
 }
 
 TEST(Trace, PhillyColumnsByName)
@@ -306,6 +324,20 @@ TEST(Trace, SwfSkipsUnknownRunTimesAndReadsProcessors)
     const SimResult r = simulate(load_model(kDir + "tiny.conf"), t, SimOptions{});
     EXPECT_EQ(r.jobs, 3);
     EXPECT_EQ(r.job_results[1].start, 10);  // 2 nodes next to job 1's one
+    // Unknown submit time (-1, as in LLNL-Thunder's all -1 records): skipped;
+    // another negative submit time: an error.
+    const Trace u = parse_swf("1 -1 -1 -1 -1 -1 -1 -1 -1 -1 1 36 -1 66 -1 2 -1 -1\n"
+                              "2 5 0 10 4 -1 -1 4 60 -1 1 1 1 -1 -1 -1 -1 -1\n",
+                              "u.swf");
+    EXPECT_EQ(u.skipped, 1);
+    ASSERT_EQ(u.jobs.size(), 1u);
+    EXPECT_EQ(u.jobs[0].id, "2");
+    try {
+        parse_swf("1 -5 0 10 4 -1 -1 4 60 -1 1 1 1 -1 -1 -1 -1 -1\n", "n.swf");
+        FAIL();
+    } catch (const ParseError& e) {
+        EXPECT_EQ(std::string(e.what()), "n.swf:1: submit time (field 2) must be 0 or more, or -1 (unknown)");
+    }
 }
 
 // ---- GPU-granular jobs, health, power and the signals timeline --------------
@@ -373,15 +405,23 @@ TEST(SimHealth, DownAndDegradedNodesAreNeverUsed)
         o.timeline = &feed;
         const SimResult r = simulate(tiny(), t, o);
         EXPECT_EQ(r.unusable_nodes, 2);
-        EXPECT_EQ(r.rejected, 1);  // 8 nodes asked, 6 usable
-        EXPECT_EQ(job(r, "never").start, -1);
         for (const SimJobResult& j : r.job_results)
             for (int n : j.placed)
                 EXPECT_TRUE(n != 0 && n != 2) << j.id << " on node " << n;
+        EXPECT_EQ(job(r, "never").start, -1);
+        if (p == SimPolicy::BlockSeg) {
+            // big (6 nodes) is --segment=2: three domains with 2 usable
+            // nodes each, and only d3 and d4 have them.
+            EXPECT_EQ(r.rejected, 2);
+            EXPECT_EQ(job(r, "big").start, -1);
+            continue;
+        }
+        EXPECT_EQ(r.rejected, 1);  // 8 nodes asked, 6 usable
         // 6 nodes: all usable ones, after a and b end at 100. They lie in 4
         // NVLink domains, one more than the 3 that 6 nodes need: m2g
-        // (prefer:nvlink) holds out for its PreferWaitSec of 300 s.
-        EXPECT_EQ(job(r, "big").start, p == SimPolicy::M2G ? 300 : 100);
+        // (prefer:nvlink) holds out for its PreferWaitSec of 300 s, counted
+        // from 100, when it could first have started.
+        EXPECT_EQ(job(r, "big").start, p == SimPolicy::M2G ? 400 : 100);
     }
 }
 
@@ -505,4 +545,125 @@ TEST(SimFormat, JobLogHasOneLinePerJobWithHostlists)
               "a,4,1,0,0,0,100,1,1,1,413,,\"n1\"\n"
               "b,8,2,0,0,0,100,1,1,1,413,,\"n[3-4]\"\n"
               "c,12,3,0,0,0,100,2,2,1,413,,\"n[5-7]\"\n");
+}
+
+// ---- The backfill reservation on nodes ---------------------------------------
+
+// Eight 1-node jobs fill tiny.conf (block: each to the base block with the
+// fewest free nodes, a1 a2 on d1, a3 a4 on d2, ...); a2..a5 end at 10 and
+// leave n2 (d1), n3 n4 (d2) and n5 (d3) free. E (4 nodes, at 5, 100 s) and
+// F (1 node, at 6, 100 s) wait.
+//   block:     E starts at 10 on the whole-cluster aggregate, blocks best
+//              fit: d2 (n3 n4), then the first of the largest, d1 (n2),
+//              then d3 (n5): three domains. F follows at 110 when E ends,
+//              on n2 (d1 has the fewest free).
+//   block-seg: E is --segment=2, two segments of 2, and only d2 has two
+//              free nodes: E waits for a1 a6 a7 a8 (1000) and takes d1 d2.
+//              Its reservation on nodes is d1 d2 at 1000; F ends by then and
+//              backfills at 10 on n2. Counted in GPUs the reservation is met
+//              at 10 already (16 GPUs free, none spare), so there F, which
+//              would run past 10, waits with E until 1000 (then n5, d3).
+TEST(SimReservation, BlockSegWaitsForWholeSegmentsAndNodeRuleBackfillsMeanwhile)
+{
+    const Trace t = trace_of({{"a1", 0, 1000, 4}, {"a2", 0, 10, 4}, {"a3", 0, 10, 4}, {"a4", 0, 10, 4},
+                              {"a5", 0, 10, 4}, {"a6", 0, 1000, 4}, {"a7", 0, 1000, 4}, {"a8", 0, 1000, 4},
+                              {"E", 5, 100, 16}, {"F", 6, 100, 4}});
+    for (bool by_nodes : {true, false}) {
+        SCOPED_TRACE(by_nodes ? "nodes" : "gpus");
+        SimOptions o;
+        o.reserve_nodes = by_nodes;
+        o.policy = SimPolicy::Block;
+        SimResult r = simulate(tiny(), t, o);
+        for (int i = 1; i <= 8; ++i)
+            EXPECT_EQ(job(r, "a" + std::to_string(i)).placed, Nodes{i - 1});
+        EXPECT_EQ(job(r, "E").start, 10);
+        EXPECT_EQ(job(r, "E").placed, (Nodes{1, 2, 3, 4}));
+        EXPECT_EQ(job(r, "E").domains, 3);
+        EXPECT_EQ(job(r, "F").start, 110);
+        EXPECT_EQ(job(r, "F").placed, Nodes{1});
+        EXPECT_EQ(r.backfilled, 0);
+
+        o.policy = SimPolicy::BlockSeg;
+        r = simulate(tiny(), t, o);
+        EXPECT_EQ(job(r, "E").start, 1000);
+        EXPECT_EQ(job(r, "E").placed, (Nodes{0, 1, 2, 3}));
+        EXPECT_EQ(job(r, "E").domains, 2);
+        EXPECT_EQ(job(r, "F").start, by_nodes ? 10 : 1000);
+        EXPECT_EQ(job(r, "F").placed, by_nodes ? Nodes{1} : Nodes{4});
+        EXPECT_EQ(job(r, "F").backfilled, by_nodes);
+    }
+}
+
+// J0 (3 nodes, 100 s) and J1 (3 nodes, 1000 s) start at 0; H (4 nodes, at
+// 1, 10 s) waits for J0; B (1 node, at 2, 500 s) would still run at H's
+// shadow time, 100. By GPUs there are 20 free at 100 for H's 16, so B fits
+// the 4 spare and goes wherever its policy puts it; by nodes it must keep
+// off the nodes H's policy would take at 100.
+//   tree:      J0 n1..n3 (leaf1: the first of the fewest free), J1 n5..n7
+//              (leaf2). nodes: H's reservation is leaf1 whole, n1..n4; B
+//              takes n8; H starts at 100 under leaf1. gpus: B takes n4 (one
+//              free node under each leaf: the first), so at 100 H spans
+//              both leaves, n1..n3 + n8.
+//   tree-nvl:  J0 fits no domain: leaf1, domains best fit, d1 (n1 n2) then
+//              d2 (n3); J1 likewise d3 + n7 under leaf2. nodes: as tree.
+//              gpus: B to the first domain with the fewest free, d2 (n4);
+//              H at 100 on d1, d2's n3 and d4's n8: three domains.
+//   block:     J0 the aggregate d1+d2 (n1..n3), J1 d3+d4 (n5..n7); then as
+//              tree-nvl: nodes H on d1+d2, B on n8; gpus B n4, H n1..n3+n8.
+//   block-seg: J0 and J1 (3 nodes, a prime) are three 1-node segments,
+//              each to the block with the fewest free: J0 n1 n2 (d1) n3
+//              (d2), J1 n4 (d2) n5 n6 (d3). H is two segments of 2: at 100
+//              only d1 and d4 have two free nodes, so H's reservation is
+//              n1 n2 n7 n8, both free now nodes are in it, and B waits; H
+//              starts at 100 and B after it (n3). gpus: B takes n7 (d4, the
+//              only block with a free node) and H, with one whole block at
+//              100, waits for B to end at 502.
+//   firstfit:  J0 n1..n3, J1 n4..n6. nodes: H's reservation is the first 4
+//              free at 100, n1..n3 + n7; B takes n8. gpus: B takes n7, H
+//              n1..n3 + n8.
+//   m2g:       J0 d1 + n3, J1 d3 + n7 (prefer:nvlink, fewest domains). nodes:
+//              select/m2g in will-run mode on the nodes free at 100 gives
+//              H d1 + d2 (n1..n4); B takes n8; H starts at 100 in two
+//              domains. gpus: B takes n4 (the best-fit domain), and at 100
+//              H has no two whole domains: it waits for its prefer wait and
+//              then takes n1..n3 + n8.
+TEST(SimReservation, EveryPolicyKeepsTheHeadsNodesFree)
+{
+    const Trace t = trace_of({{"J0", 0, 100, 12}, {"J1", 0, 1000, 12}, {"H", 1, 10, 16}, {"B", 2, 500, 4}});
+    struct Want {
+        SimPolicy p;
+        bool by_nodes;
+        Nodes j1, h, b;
+        double h_start, b_start;  // H's -1: later than 100 (m2g's prefer wait)
+    } wants[] = {
+        {SimPolicy::Tree, true, {4, 5, 6}, {0, 1, 2, 3}, {7}, 100, 2},
+        {SimPolicy::Tree, false, {4, 5, 6}, {0, 1, 2, 7}, {3}, 100, 2},
+        {SimPolicy::TreeNvl, true, {4, 5, 6}, {0, 1, 2, 3}, {7}, 100, 2},
+        {SimPolicy::TreeNvl, false, {4, 5, 6}, {0, 1, 2, 7}, {3}, 100, 2},
+        {SimPolicy::Block, true, {4, 5, 6}, {0, 1, 2, 3}, {7}, 100, 2},
+        {SimPolicy::Block, false, {4, 5, 6}, {0, 1, 2, 7}, {3}, 100, 2},
+        {SimPolicy::BlockSeg, true, {3, 4, 5}, {0, 1, 6, 7}, {2}, 100, 100},
+        {SimPolicy::BlockSeg, false, {3, 4, 5}, {0, 1, 6, 7}, {6}, 502, 2},
+        {SimPolicy::FirstFit, true, {3, 4, 5}, {0, 1, 2, 6}, {7}, 100, 2},
+        {SimPolicy::FirstFit, false, {3, 4, 5}, {0, 1, 2, 7}, {6}, 100, 2},
+        {SimPolicy::M2G, true, {4, 5, 6}, {0, 1, 2, 3}, {7}, 100, 2},
+        {SimPolicy::M2G, false, {4, 5, 6}, {0, 1, 2, 7}, {3}, -1, 2},
+    };
+    for (const Want& w : wants) {
+        SCOPED_TRACE(std::string(to_string(w.p)) + (w.by_nodes ? " nodes" : " gpus"));
+        SimOptions o;
+        o.policy = w.p;
+        o.reserve_nodes = w.by_nodes;
+        const SimResult r = simulate(tiny(), t, o);
+        EXPECT_EQ(job(r, "J0").placed, (Nodes{0, 1, 2}));
+        EXPECT_EQ(job(r, "J1").placed, w.j1);
+        EXPECT_EQ(job(r, "H").placed, w.h);
+        EXPECT_EQ(job(r, "B").placed, w.b);
+        if (w.h_start < 0)
+            EXPECT_GT(job(r, "H").start, 100);
+        else
+            EXPECT_EQ(job(r, "H").start, w.h_start);
+        EXPECT_EQ(job(r, "B").start, w.b_start);
+        EXPECT_EQ(job(r, "B").backfilled, w.b_start == 2);
+    }
 }

@@ -99,8 +99,9 @@ TEST(SimSessions, StartsAreBookedUntilTheFeedReportsThem)
     EXPECT_NEAR(r.peak_site_kw, 2 * 6.608, 1e-9);
 }
 
-// DefaultTopology=any: select/m2g leaves every job to cons_tres (the tree
-// policy's model of it), so m2g places as tree does.
+// DefaultTopology=any: select/m2g leaves every job to cons_tres over
+// topology/m2g's switches (the tree-nvl policy's model of it), so m2g
+// places as tree-nvl does.
 TEST(SimSessions, LocalityAnyIsLeftToConsTres)
 {
     const Model any = build_model(parse_m2g_conf(read_text_file(M2G_FIXTURES "/sim/tiny.conf") +
@@ -109,7 +110,7 @@ TEST(SimSessions, LocalityAnyIsLeftToConsTres)
     const Trace t = trace_of({{"a", 0, 100, 4}, {"b", 0, 100, 8}, {"c", 0, 100, 12}, {"d", 1, 50, 8}});
     SimOptions o;
     const SimResult m2g = simulate(any, t, o);
-    o.policy = SimPolicy::Tree;
+    o.policy = SimPolicy::TreeNvl;
     const SimResult tree = simulate(any, t, o);
     for (const char* id : {"a", "b", "c", "d"}) {
         SCOPED_TRACE(id);

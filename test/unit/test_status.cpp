@@ -591,14 +591,25 @@ TEST_F(StatusTest, StrictWaitingThatFitsNoDomain)
     EXPECT_EQ(e.suggestions,
               (Strings{"ask for --m2g-topology=prefer (takes the best placement after PreferWaitSec=300 s)",
                        "--m2g-segment=S lets it span domains in groups of S nodes"}));
-    // prefer, before its wait is over: when it falls back.
+    // prefer, before its wait has begun: it begins once a lesser placement
+    // is free at the job's turn (its submit or begin time says nothing).
     JobView p = j;
     p.admin_comment = "m2g:[waiting policy=prefer:nvlink reason=waiting for an NVLink domain with 18 free healthy "
                       "nodes (best now: nvl01 with 1); admission=admit class=none w_gpu=404]";
     p.begin_time = kNow - kMin;
     e = explain_job(m, c, SignalsView{}, p, kNow);
-    EXPECT_EQ(e.suggestions, (Strings{"prefer takes the best placement from 2026-11-29T20:04:00Z (PreferWaitSec=300 s "
-                                      "after it became eligible)",
+    EXPECT_EQ(e.suggestions, (Strings{"its prefer wait (PreferWaitSec=300 s) starts once a placement short of its "
+                                      "intent is free at its turn",
+                                      "--m2g-segment=S lets it span domains in groups of S nodes"}));
+    // ... and while it runs: when it falls back.
+    p.admin_comment = "m2g:[waiting policy=prefer:nvlink wait=nvlink-domain need=18 prefer_since=" +
+                      std::to_string(kNow - kMin) +
+                      " reason=waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 1); "
+                      "admission=admit class=none w_gpu=404]";
+    e = explain_job(m, c, SignalsView{}, p, kNow);
+    EXPECT_EQ(e.suggestions, (Strings{"prefer takes the best placement free from 2026-11-29T20:04:00Z "
+                                      "(PreferWaitSec=300 s after 2026-11-29T19:59:00Z, when it could first have "
+                                      "started on a lesser placement)",
                                       "--m2g-segment=S lets it span domains in groups of S nodes"}));
     // A job that already asks for segments gets no segment advice.
     p.intent.segment = 9;

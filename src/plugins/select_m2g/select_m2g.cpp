@@ -301,9 +301,13 @@ m2g::JobFacts job_facts(job_record_t* job, uint32_t nodes, uint32_t min_nodes)
     f.gpus_per_node = gpus_per_node(job, nodes);
     f.time_limit_s =
         job->time_limit == NO_VAL || job->time_limit == INFINITE ? 0 : int64_t(job->time_limit) * 60;
-    if (job->details) {
-        f.eligible_since = job->details->begin_time ? job->details->begin_time : job->details->submit_time;
+    if (job->details)
         f.names_nodes = job->details->req_node_bitmap || job->details->contiguous;
+    // A prefer wait an earlier slurmctld started (its waiting annotation).
+    if (job->admin_comment && std::strstr(job->admin_comment, m2g::kw::kAnnotationPreferSince)) {
+        const m2g::Annotation a = m2g::read_annotation(job->admin_comment);
+        if (a.placement)
+            f.prefer_since = a.placement->prefer_since;
     }
     return f;
 }
