@@ -55,8 +55,8 @@ ok "[[ \$(log_count 'm2g: select: .*missing') == 1 ]]" "missing feed at start: o
 write_feed
 sleep 3
 ok "grep -q '\"state\": *\"fresh\"' '$STATUS'" "the status file says the feed is fresh"
-"$M2G" signals show --status "$STATUS" >"$T/show" 2>&1 || true
-ok "grep -qi 'fresh' '$T/show'" "m2g signals show reports what job_submit/m2g believes (fresh)"
+rc=0; "$M2G" signals show --status "$STATUS" >"$T/show" 2>&1 || rc=$?
+ok "[[ $rc == 0 ]] && grep -qx 'state: *fresh' '$T/show'" "m2g signals show reports what job_submit/m2g believes (state: fresh)"
 diag "$(head -n3 "$T/show")"
 
 # --- a demand-response event: deferrable work waits, the rest runs ----------------
@@ -66,7 +66,7 @@ write_feed
 sleep 3
 d1=$(job --m2g-class=training --wrap 'sleep 5')
 n1=$(job --m2g-class=inference --wrap 'sleep 60')
-wait_job_state "$n1" RUNNING 60; ok $? "during the event, a non-deferrable (inference) job runs"
+check "during the event, a non-deferrable (inference) job runs" wait_job_state "$n1" RUNNING 60
 sleep 2
 is "$(job_state "$d1")/$(reason "$d1")" "PENDING/BeginTime" "during the event, a deferrable (training) job pends on its begin time"
 ac=$(admin_comment "$d1")
@@ -77,7 +77,7 @@ ok "[[ $rc != 0 ]] && grep -q 'm2g-defer=no' '$T/err' && grep -q 'dr-test' '$T/e
 	"--m2g-defer=no from an account without an exemption is rejected with the event and what to do"
 diag "$(grep -m2 m2g "$T/err")"
 e1=$(job --account=ops --m2g-class=training --m2g-defer=no --wrap 'sleep 2')
-wait_job_state "$e1" "RUNNING|COMPLETED" 60; ok $? "an exempt account (DeferExemptAccounts=ops) runs with --m2g-defer=no"
+check "an exempt account (DeferExemptAccounts=ops) runs with --m2g-defer=no" wait_job_state "$e1" "RUNNING|COMPLETED" 60
 rc=0; sbatch --parsable -N1 --gres=gpu:4 --m2g-class=batch --m2g-explain --wrap true >"$T/out" 2>"$T/err" || rc=$?
 x1=$(cat "$T/out")
 ok "[[ $rc == 0 ]] && grep -q 'm2g: .*defer' '$T/err'" "--m2g-explain prints the admission decision at submission"
@@ -91,7 +91,7 @@ wait_job_state "$d1" "RUNNING|COMPLETED" 45
 waited=$((SECONDS - t0))
 ok "(( $waited <= 30 ))" "after the event ends early, the deferred job starts within 30 s (took ${waited} s)"
 ok "[[ '$(admin_comment "$d1")' == *'released'* ]]" "its AdminComment says it was released"
-wait_job_state "$x1" "RUNNING|COMPLETED" 45; ok $? "the other deferred job starts too"
+check "the other deferred job starts too" wait_job_state "$x1" "RUNNING|COMPLETED" 45
 scancel "$n1"
 
 # --- a rack over its budget gets no new deferrable jobs -------------------------------
@@ -121,7 +121,7 @@ long=$(sbatch --parsable -N18 --exclusive --gres=gpu:4 --time=30 --m2g-topology=
 short=$(sbatch --parsable -N18 --exclusive --gres=gpu:4 --time=5 --m2g-topology=strict:nvlink -w 'r02n[01-18]' --wrap 'sleep 20')
 wait_job_state "$long" RUNNING 60
 ok "[[ \$(job_nodelist $long) != r02* ]]" "a 30-minute job stays off the rack whose maintenance starts in 10 minutes ($(job_nodelist "$long"))"
-wait_job_state "$short" RUNNING 60; ok $? "a 5-minute job may use that rack: it ends before the window"
+check "a 5-minute job may use that rack: it ends before the window" wait_job_state "$short" RUNNING 60
 all=$(sbatch --parsable -N72 --exclusive --gres=gpu:4 --time=30 --wrap true)
 sleep 2
 is "$(job_state "$all")/$(reason "$all")" "PENDING/BeginTime" "a job that needs every rack for 30 minutes is deferred past the window"
@@ -176,7 +176,7 @@ rm -f "$FEED"
 sleep 4
 m1=$(job --m2g-class=training --wrap 'sleep 2')
 m2=$(job --m2g-class=inference --wrap 'sleep 2')
-wait_job_state "$m2" "RUNNING|COMPLETED" 60; ok $? "missing feed, fail-safe defer: non-deferrable work runs"
+check "missing feed, fail-safe defer: non-deferrable work runs" wait_job_state "$m2" "RUNNING|COMPLETED" 60
 ok "[[ '$(job_state "$m1")' == PENDING && '$(admin_comment "$m1")' == *failsafe* ]]" \
 	"missing feed, fail-safe defer: deferrable work is held, and says why"
 diag "AdminComment: $(admin_comment "$m1")"
@@ -204,7 +204,7 @@ ok "[[ '$(admin_comment "$p2")' == *'pacing: 4 GPUs already started this interva
 diag "AdminComment: $(admin_comment "$p2")"
 EVENTS="[]"
 write_feed
-wait_job_state "$p2" RUNNING 45; ok $? "the curtailment ends: the paced job starts"
+check "the curtailment ends: the paced job starts" wait_job_state "$p2" RUNNING 45
 scancel "$p1" "$p2"
 
 # --- 1,000 submissions through job_submit/m2g ---------------------------------------------

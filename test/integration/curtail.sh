@@ -158,8 +158,8 @@ sub I2 -N2 --gres=gpu:4 --exclusive --m2g-class=inference -t 10 --wrap 'sleep 20
 all_running() { local j; for j in "$T1" "$T2" "$T3" "$T4" "$I1" "$I2"; do [[ $(st "$j") == RUNNING ]] || return 1; done; }
 ok "wait_until 60 all_running" "setup: 6 jobs run on 16 of 18 nodes"
 busy() { ! under "$(draw)" 25; }
-wait_until 20 busy
-ok busy "setup: the BMS sees the jobs' GPUs busy ($(draw) kW of a $BUDGET kW budget)"
+check "setup: the BMS sees the jobs' GPUs busy (over 25 kW of a $BUDGET kW budget)" wait_until 20 busy
+diag "site draw: $(draw) kW"
 ok "[[ -z \$(caps_of '$T1') ]]" "setup: no cap before any event"
 
 # ================================================ 1. the event ============
@@ -207,8 +207,8 @@ restored() {
 	for j in "$T1" "$T2" "$T3" "$T4"; do [[ $(st "$j") == RUNNING ]] || return 1; done
 }
 t=$SECONDS
-wait_until 40 restored
-ok restored "2: after the event every suspended job runs again and every cap is lifted (in $((SECONDS - t)) s)"
+rc=0; wait_until 40 restored || rc=$?
+ok "$rc" "2: after the event every suspended job runs again and every cap is lifted (in $((SECONDS - t)) s)"
 ok "grep -q '\"step\":\"resume\".*\"result\":\"ok\"' '$AUDIT' && grep -q '\"step\":\"uncap\".*\"result\":\"ok\"' '$AUDIT'" \
 	"2: resumes and cap lifts are in the audit log"
 ok "under '$(draw)' '$BUDGET'" "2: the restore stays under the full budget ($(draw) kW of $BUDGET)"
@@ -262,5 +262,5 @@ ok "wait_until 300 done_all" "every job completes (${#JOBS[@]} jobs)"
 for j in "${JOBS[@]}"; do [[ $(job_state "$j") == COMPLETED ]] || diag "JobId=$j: $(job_state "$j")"; done
 ok tb_ctld_unbroken "slurmctld never crashed or restarted"
 ok "kill -0 $CURTAILD_PID" "m2g-curtaild is still running"
-ok "! grep -qi 'internal error' '$T/curtaild.log'" "m2g-curtaild logged no internal error"
+ok "[[ -f '$CLOG' ]] && ! grep -qi 'internal error' '$CLOG'" "m2g-curtaild logged no internal error"
 [[ $_TAP_FAILED -eq 0 ]] || { diag "curtaild log:"; tail -n 40 "$CLOG" | sed 's/^/#   /'; }

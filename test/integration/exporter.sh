@@ -141,7 +141,7 @@ wait_val() {
 # --- known jobs ---------------------------------------------------------------------------
 sub() { sbatch --parsable --wrap 'sleep 600' "$@"; }
 A=$(sub -N18 --exclusive --gres=gpu:4 --m2g-class=training --m2g-topology=strict:nvlink)
-wait_job_state "$A" RUNNING 60; ok $? "an 18-node strict:nvlink training job runs"
+check "an 18-node strict:nvlink training job runs" wait_job_state "$A" RUNNING 60
 rackA=$(job_nodes "$A" | sed -E 's/^r([0-9]+)n.*/\1/' | sort -u)
 is "$(wc -w <<<"$rackA")" 1 "it runs in one rack (r$rackA)"
 JOBS=("$A")

@@ -8,6 +8,9 @@
 #   plan N | done_testing        TAP plan up front, or computed at the end
 #   ok COND DESC                 COND: an exit status (0 = pass) or a command
 #                                string that is eval'ed
+#   check DESC CMD [ARG...]      run CMD (not eval'ed); ok when it exits 0,
+#                                not ok with its status otherwise; never
+#                                trips set -e (use it, not `CMD; ok $? DESC`)
 #   is GOT EXPECTED DESC         string equality; differences as "# " lines
 #   skip DESC [REASON]           a test that was not run
 #   diag MSG...                  a "# " line
@@ -110,6 +113,24 @@ is() {
 
 skip() {
 	_tap_result 0 "$1" "SKIP${2:+ $2}"
+}
+
+# check DESC CMD [ARG...]: CMD's exit status as a test. `CMD; ok $? DESC`
+# cannot fail under set -e: a failing CMD ends the script before ok runs
+# (and ok then always sees 0). Here CMD runs in a `||` list, so a failure is
+# a "not ok" and the script goes on; CMD's stdout (wait_job_state's "# "
+# lines) is passed through, so CMD must print nothing else there. set -e is
+# off inside CMD, as in any `||` list: functions must return their failures
+# (the lib.sh wait helpers do). DESC is expanded before CMD runs: a value
+# known only afterwards (an elapsed time) goes in a diag, or use
+# `rc=0; CMD || rc=$?; ok "$rc" DESC`.
+check() {
+	local desc=$1 status=0
+	shift
+	"$@" || status=$?
+	_tap_result "$status" "$desc"
+	((status == 0)) || diag "  failed (status $status): $*"
+	return 0
 }
 
 # TB_TMP: a scratch directory for the test, removed by the EXIT trap (tests

@@ -106,8 +106,9 @@ ok "((rc == 1)) && grep -q 'cannot load NVML: /nonexistent/libnvidia-ml.so.1' '$
 	"an NVML that does not load stops it with the reason"
 
 # ---- idle, busy, cap -----------------------------------------------------------------
-start_agent
-ok "[[ -n '$URL' ]]" "the agent serves on a free loopback port ($URL)"
+check "the agent serves on a free loopback port (--listen 127.0.0.1:0)" start_agent
+[[ -n $URL ]] || exit 1  # the rest talks to it
+diag "agent at $URL"
 req GET /v1/power
 is "$code" 200 "GET /v1/power"
 is "$(j '[.schema, .node, (.gpus | length), .draw_w]')" '["m2g.nodeagent-power/v1","tnode01",4,360]' \

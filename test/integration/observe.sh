@@ -71,9 +71,11 @@ f1=$(sbatch --parsable -N2 -w 'r01n[01-02]' --gres=gpu:4 --m2g-class=inference -
 f2=$(sbatch --parsable -N1 -w r02n01 --gres=gpu:4 --m2g-class=inference --wrap 'sleep 900')
 f3=$(sbatch --parsable -N1 -w r03n01 --gres=gpu:2 --m2g-class=inference --wrap 'sleep 900')
 f4=$(sbatch --parsable -N3 -w 'r04n[01-03]' --gres=gpu:4 --m2g-class=inference --wrap 'sleep 900')
-for j in $f1 $f2 $f3 $f4; do wait_job_state "$j" RUNNING 60 || true; done
+started=0
+for j in $f1 $f2 $f3 $f4; do wait_job_state "$j" RUNNING 60 && started=$((started + 1)); done
+is "$started" 4 "4 inference jobs run, one in every rack"
 pl=$(sbatch --parsable -N2 --gres=gpu:4 --m2g-topology=strict:nvlink --m2g-class=finetune --wrap 'sleep 900')
-wait_job_state "$pl" RUNNING 60; ok $? "a 2-node strict:nvlink job runs"
+check "a 2-node strict:nvlink job runs" wait_job_state "$pl" RUNNING 60
 sw=$(sbatch --parsable -N18 --exclusive --gres=gpu:4 --m2g-topology=strict:nvlink --m2g-class=training \
 	--wrap 'sleep 5')
 sleep 4

@@ -52,7 +52,9 @@ fi
 if ((${#debs[@]} == 0)); then
 	t0=$SECONDS
 	rc=0
-	mapfile -t built < <("$SRC/contrib/m2g-deb" --out "$T/deb" 2>"$T/m2g-deb.err") || rc=$?
+	# (Not `mapfile < <(m2g-deb)`: mapfile's status is its own, never m2g-deb's.)
+	"$SRC/contrib/m2g-deb" --out "$T/deb" >"$T/m2g-deb.out" 2>"$T/m2g-deb.err" || rc=$?
+	mapfile -t built <"$T/m2g-deb.out"
 	ok "$rc" "contrib/m2g-deb builds the packages"
 	((rc == 0)) || sed 's/^/#   /' "$T/m2g-deb.err"
 	diag "contrib/m2g-deb: $((SECONDS - t0)) s; $(grep -o 'built .*' "$T/m2g-deb.err" || echo 'no timing line')"
@@ -134,12 +136,12 @@ ok "grep -q '^required $STOCK_DIR/spank_m2g.so ' '$TB_DIR/etc/plugstack.conf' &&
 	"sbatch loads the installed spank_m2g.so (--m2g-class in its help)"
 
 j=$(sbatch --parsable -N2 --gres=gpu:4 --m2g-class=training --wrap 'sleep 4')
-wait_job_state "$j" RUNNING 60; ok $? "a 2-node GPU job starts"
+check "a 2-node GPU job starts" wait_job_state "$j" RUNNING 60
 ac=$(squeue -h -t all -j "$j" -O admin_comment:600 | sed 's/ *$//')
 ok "[[ '$ac' == 'm2g:[domains=nvl01 '* ]]" "its AdminComment has select/m2g's placement segment"
 diag "AdminComment: $ac"
 ok "/usr/bin/m2g explain $j | grep -q nvl01" "the installed m2g explains it (libslurm of the running Slurm)"
-wait_job_state "$j" COMPLETED 60; ok $? "the job completes"
+check "the job completes" wait_job_state "$j" COMPLETED 60
 tb_down
 
 # --- removal leaves nothing behind --------------------------------------------------------

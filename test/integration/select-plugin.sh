@@ -128,7 +128,7 @@ wait_job_state "$h2" CANCELLED 60
 after=$(sbatch --parsable -J after -N1 --exclusive --gres=gpu:4 --wrap true)
 wait_job_state "$after" COMPLETED 60
 ok "[[ \$(sacct_field $after AdminComment) == m2g:* ]]" "jobs placed after the restart are annotated"
-scancel -n fill,h1,h2  # one --name list: a repeated -n keeps only the last
+for n in fill h1 h2; do scancel -n "$n"; done  # one name each: a repeated -n keeps only the last
 
 # --- (g) the prefer wait counts from when the job could first have started ----
 # PreferWaitSec=20. A prefer job queues 30 s with nothing free at all (no

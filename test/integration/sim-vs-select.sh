@@ -106,8 +106,9 @@ for j in "${TRACE_JOBS[@]}"; do
 		continue
 	fi
 	compared=$((compared + 1))
-	sim_names=$(scontrol show hostnames "$sim" | paste -sd' ') || true
-	slurm_names=$(scontrol show hostnames "$slurm" | paste -sd' ') || true
+	# A list that does not expand is a difference, never an empty match.
+	sim_names=$(scontrol show hostnames "$sim" | paste -sd' ') || sim_names="(simulator's $sim does not expand)"
+	slurm_names=$(scontrol show hostnames "$slurm" | paste -sd' ') || slurm_names="(select/m2g's $slurm does not expand)"
 	desc="job $id: $sim"
 	[[ $slurm_names == "$sim_names" ]] || desc="job $id: select/m2g $slurm, simulator $sim"
 	is "$slurm_names" "$sim_names" "$desc"

@@ -59,8 +59,9 @@ for w in 'r01n[01-10]' 'r02n[03-12]' 'r03n[05-14]' 'r04n[09-18]' 'r05n07'; do
 	n=$(scontrol show hostnames "$w" | wc -l)
 	busy+=("$(sbatch --parsable -J busy -N"$n" -w "$w" --exclusive --gres=gpu:4 --wrap 'sleep 600')")
 done
-for j in "${busy[@]}"; do wait_job_state "$j" RUNNING 60; done
-ok 0 "background jobs hold parts of racks r01-r05"
+started=0
+for j in "${busy[@]}"; do wait_job_state "$j" RUNNING 60 && started=$((started + 1)); done
+is "$started" "${#busy[@]}" "background jobs hold parts of racks r01-r05 (all ${#busy[@]} run)"
 
 big=$(sbatch --parsable -J two-racks -N36 --exclusive --gres=gpu:4 -o "$T/two-racks.out" \
 	--wrap 'srun -l bash -c "echo \$SLURMD_NODENAME \$CUDA_VISIBLE_DEVICES"; sleep 20')
