@@ -387,7 +387,10 @@ def demand_response(run, a, cluster, md, results, rev, charts=True):
         w0, w1 = busy_window(base_log)
         p975 = draw_percentile(series, w0, w1, 0.975)
         mid = (w0 + w1) / 2
-        start = float(math.ceil(next(x for x, v in zip(*series) if x >= mid and v >= p975)))
+        # The first moment after the middle of the busy window at the
+        # 97.5th percentile, else (the draw peaked early) the first in it.
+        at_p975 = [x for x, v in zip(*series) if w0 <= x < w1 and v >= p975]
+        start = float(math.ceil(next((x for x in at_p975 if x >= mid), at_p975[0])))
         d0 = draw_at(series, start)
         place[seed] = (p975, start, d0, float(math.ceil(d0)))
     md += ["## Demand response with curtailment (8 racks, Philly x8, load 0.8; issue 19)", "",
@@ -399,8 +402,8 @@ def demand_response(run, a, cluster, md, results, rev, charts=True):
            "(deferrable, `Curtail=suspend` by default)." % (DR_INFERENCE, DR_INFERENCE), "",
            "Per seed (ties and per-job power draws), a first run (`m2g`, no feed) gives the site's GPU draw. Both "
            "events start at the first moment after the middle of its busy window (the submission at the 1% point "
-           "to the last one) when the draw reaches its time-weighted 97.5th percentile over that window, and the "
-           "site budget is the draw then, rounded up: the busy-period draw, so that a cut in percent of the budget "
+           "to the last one) when the draw reaches its time-weighted 97.5th percentile over that window (or, when "
+           "it never does after the middle, the first such moment in the window), and the site budget is the draw then, rounded up: the busy-period draw, so that a cut in percent of the budget "
            "is a cut of the running work. Outside events the budget binds only at the busiest moments. Each event "
            "is in the feed m2g reads from its notice on (`--event-notice`); the budget is measured against it "
            "regardless. Numbers are the mean over the seeds, with the min&ndash;max in brackets.", "",
