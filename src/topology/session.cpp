@@ -261,10 +261,10 @@ const std::vector<double>& PlacementSession::started_kw(const Signals* snap)
 }
 
 Outcome PlacementSession::decide(const JobFacts& job, const std::vector<uint8_t>& offered, int offered_total,
-                                 const FreeGpus& free_gpus, SelectMode mode, int64_t now)
+                                 const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at)
 {
     try {
-        return decide_impl(job, offered, offered_total, free_gpus, mode, now);
+        return decide_impl(job, offered, offered_total, free_gpus, mode, now, free_at);
     } catch (const std::exception& e) {
         error("JobId=" + std::to_string(job.job_id) + ": " + e.what() + "; cons_tres decides alone");
     } catch (...) {
@@ -274,7 +274,7 @@ Outcome PlacementSession::decide(const JobFacts& job, const std::vector<uint8_t>
 }
 
 Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uint8_t>& offered, int offered_total,
-                                      const FreeGpus& free_gpus, SelectMode mode, int64_t now)
+                                      const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at)
 {
     Outcome o;  // Stock: cons_tres decides alone
     // Jobs that name their nodes or want contiguous ones keep Slurm's way.
@@ -395,8 +395,15 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
         }
     }
     if (!p.ok && planning) {
-        fill_usable(false);
-        p = engine_->place(req, usable_, state);
+        // When and where could it run: on the nodes that free first when
+        // the adapter knows (Slurm's backfill then reserves those), else
+        // anywhere allowed.
+        if (mode == SelectMode::WillRun && free_at)
+            p = earliest_placement(req, state, free_at, now);
+        if (!p.ok) {
+            fill_usable(false);
+            p = engine_->place(req, usable_, state);
+        }
     }
     const std::string gate_note = gate.reason.empty() ? "" : std::string(kSignalsNote) + gate.reason;
     if (prefer && !req.fallback && since > 0)
@@ -504,6 +511,47 @@ int64_t PlacementSession::clock_of(const JobFacts& job, int64_t now)
     }
     it->second.seen = now;
     return it->second.since;
+}
+
+// Will-run: the placement the request accepts on the allowed nodes free
+// soonest. The allowed nodes' free times, ascending, are tried by bisection
+// for the first at which the engine places the job on the nodes free by
+// then (more free nodes never make a placement fail); the placement at that
+// time. !ok when even every allowed node is not enough.
+Placement PlacementSession::earliest_placement(const PlacementRequest& req, const ClusterState& state,
+                                               const FreeAt& free_at, int64_t now)
+{
+    free_time_.assign(allowed_.size(), 0);
+    times_.clear();
+    for (size_t mi = 0; mi < allowed_.size(); ++mi)
+        if (allowed_[mi]) {
+            free_time_[mi] = std::max(free_at(static_cast<int>(mi)), now);
+            times_.push_back(free_time_[mi]);
+        }
+    std::sort(times_.begin(), times_.end());
+    times_.erase(std::unique(times_.begin(), times_.end()), times_.end());
+    if (times_.empty())
+        return Placement{};
+    auto place_by = [&](size_t k) {
+        for (size_t mi = 0; mi < allowed_.size(); ++mi)
+            usable_[mi] = allowed_[mi] && free_time_[mi] <= times_[k];
+        return engine_->place(req, usable_, state);
+    };
+    size_t lo = 0, hi = times_.size() - 1;
+    Placement best = place_by(hi);
+    if (!best.ok)
+        return best;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        Placement q = place_by(mid);
+        if (q.ok) {
+            hi = mid;
+            best = std::move(q);
+        } else {
+            lo = mid + 1;
+        }
+    }
+    return best;
 }
 
 }  // namespace m2g

@@ -90,6 +90,12 @@ int job_node_count(uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes);
 // Only asked for nodes Slurm offers, and only when the job wants GPUs.
 using FreeGpus = std::function<int(int model_node)>;
 
+// When a model node is expected free of the jobs running on it now (epoch
+// s; 0 or anything up to now: free now): the latest end time of those
+// jobs. Will-run answers use it to plan the job on the nodes that free
+// first (the adapter reads running jobs' end times).
+using FreeAt = std::function<int64_t(int model_node)>;
+
 // Signals a caller supplies instead of a SignalsFile= feed (the simulator's
 // timeline, `m2g place --signals`): the view for `now`.
 using SignalsSource = std::function<SignalsView(int64_t now)>;
@@ -173,8 +179,12 @@ class PlacementSession {
     // it (sized model_nodes()); `offered_total`: every node Slurm offers,
     // in the model or not (they count towards min_nodes). Never throws: an
     // error is logged and cons_tres decides alone.
+    // With `free_at` (will-run only), a job that cannot start now is
+    // planned on the placement its intent accepts whose nodes free first;
+    // without it, on the best fit among all offered nodes as if all were
+    // free (the simulator offers the nodes free at the time it asks about).
     Outcome decide(const JobFacts& job, const std::vector<uint8_t>& offered, int offered_total,
-                   const FreeGpus& free_gpus, SelectMode mode, int64_t now);
+                   const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at = nullptr);
 
     // The AdminComment placement text once cons_tres chose
     // `chosen_nodes` (Slurm node names) from a Narrowed offer.
@@ -215,7 +225,9 @@ class PlacementSession {
     static constexpr int64_t kPreferClockIdleSec = 86400;
 
     Outcome decide_impl(const JobFacts& job, const std::vector<uint8_t>& offered, int offered_total,
-                        const FreeGpus& free_gpus, SelectMode mode, int64_t now);
+                        const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at);
+    Placement earliest_placement(const PlacementRequest& req, const ClusterState& state, const FreeAt& free_at,
+                                 int64_t now);
     JobIntent intent_of(const JobFacts& job) const;
     int64_t clock_of(const JobFacts& job, int64_t now);
     void replace_model(std::unique_ptr<Model> m);
@@ -252,6 +264,8 @@ class PlacementSession {
     // Scratch, reused between calls.
     std::vector<uint8_t> usable_;    // per model node
     std::vector<uint8_t> allowed_;   // per model node
+    std::vector<int64_t> free_time_;  // per model node: earliest_placement()'s
+    std::vector<int64_t> times_;
     std::vector<double> started_kw_;  // per domain
     std::vector<double> heat_;        // per domain
 };

@@ -55,13 +55,25 @@ echo "PartitionName=gpu DefaultTopology=strict:nvlink" >>"$TB_DIR/etc/m2g.conf"
 scontrol reconfigure
 holders=()
 for r in 1 2 4 5 6 7 8; do holders+=("$(sbatch --parsable -J hold -N1 -w "r0${r}n01" --exclusive --gres=gpu:4 --wrap 'sleep 600')"); done
-short=$(sbatch --parsable -J hold3 -N1 -w r03n01 --exclusive --gres=gpu:4 --wrap 'sleep 45')
+short=$(sbatch --parsable -J hold3 -N1 -w r03n01 --exclusive --gres=gpu:4 -t 1 --wrap 'sleep 45')
 for h in "${holders[@]}" "$short"; do wait_job_state "$h" RUNNING 60; done
 strict=$(rack_job -t 10)  # no --m2g-topology: the partition default applies
 sleep 6
 is "$(job_state "$strict")" PENDING "a strict 18-node job (partition default) waits while no rack is whole"
 ok "scontrol show job $strict | grep -q 'AdminComment=m2g:\[waiting policy=strict:nvlink wait=nvlink-domain need=18 reason=waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 17)[];]'" \
 	"its AdminComment says what it waits for"
+# Slurm's backfill plans the waiting job on the nodes select/m2g's will-run
+# answer gave it: one whole rack, the one that frees first by the running
+# jobs' time limits (hold3's -t 1 against the others' 30-minute default),
+# not the first in rank order (SchedNodeList).
+planned=""
+for _ in $(seq 1 20); do
+	planned=$(scontrol show job "$strict" | grep -o 'SchedNodeList=[^ ]*' | cut -d= -f2)
+	[[ -n $planned && $planned != "(null)" ]] && break
+	sleep 0.5
+done
+is "$(where "$planned")" "18 nodes in 1 NVLink domain (nvl03 18/18, whole) under 1 leaf switch (leaf01)" \
+	"backfill plans it on one whole rack, the one that frees first (SchedNodeList=${planned:-none})"
 small=$(sbatch --parsable -J small -N2 --exclusive --gres=gpu:4 -t 2 --wrap 'sleep 3')
 check "a small job starts around the waiting strict job" wait_job_state "$small" "RUNNING|COMPLETED" 30
 is "$(job_state "$strict")" PENDING "and the strict job still waits"

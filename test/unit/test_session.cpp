@@ -195,6 +195,36 @@ TEST_F(Session, StrictJobThatCannotFitWaitsWithTheReason)
     EXPECT_FALSE(later.annotate_placed);
 }
 
+// Will-run with the running jobs' end times: the job is planned on the
+// placement whose nodes free first, so Slurm's backfill reserves those (and
+// not the first domain in rank order, which may free last).
+TEST_F(Session, WillRunPlansOnTheDomainThatFreesFirst)
+{
+    load();
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};  // n2, n4, n6, n8 busy: no domain whole now
+    const std::vector<int64_t> ends = {0, now_ + 500, 0, now_ + 100, 0, now_ + 300, 0, now_ + 200};
+    const FreeAt free_at = [&](int mi) { return ends.at(mi); };
+    const JobFacts f = job("strict:nvlink", 2);
+    const Outcome o = session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::WillRun,
+                                      now_, free_at);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.nodes, (std::vector<int>{2, 3}));  // d2: n4 ends first
+    // A 4-node job needs two domains under one leaf: d3+d4 (free at +300)
+    // before d1+d2 (+500).
+    const Outcome four = session_.decide(job("strict:leaf", 4), offered_, 8,
+                                         [this](int mi) { return free_.at(mi); }, SelectMode::WillRun, now_, free_at);
+    ASSERT_EQ(four.offer, Offer::Narrowed);
+    EXPECT_EQ(four.nodes, (std::vector<int>{4, 5, 6, 7}));
+    // Without end times (the simulator offers the nodes free at the time it
+    // asks about): the best fit among everything offered, d1.
+    EXPECT_EQ(decide(f, SelectMode::WillRun).nodes, (std::vector<int>{0, 1}));
+    // Run-now never looks at them.
+    EXPECT_EQ(session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, now_,
+                              free_at)
+                  .offer,
+              Offer::Refuse);
+}
+
 TEST_F(Session, PreferJobFallsBackOnceItsWaitIsOver)
 {
     load();

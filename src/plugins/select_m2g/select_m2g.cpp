@@ -21,6 +21,7 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -187,6 +188,10 @@ struct State {
     std::vector<int> model_to_slurm;  // model node index -> Slurm node index (or -1)
     int node_count = -1;              // node_record_count the map was built for
     std::vector<uint8_t> offered;     // scratch, per model node
+    // Per model node: when the jobs running on it now end (epoch s, 0 idle),
+    // for will-run answers; rebuilt at most once a second.
+    std::vector<int64_t> free_at;
+    int64_t free_at_built = -1;
 };
 State g;
 
@@ -239,6 +244,7 @@ void map_nodes()
             g.model_to_slurm[mi] = node->index;
     }
     g.offered.assign(g_session->model_nodes(), 0);
+    g.free_at_built = -1;  // indexed by the old map
     g.node_count = node_record_count;
 }
 
@@ -319,6 +325,39 @@ m2g::SelectMode select_mode(uint16_t mode)
     if (SELECT_IS_MODE_WILL_RUN(mode))
         return m2g::SelectMode::WillRun;
     return m2g::SelectMode::RunNow;  // cons_tres accepts no other mode
+}
+
+// When each model node is free of the jobs running (or suspended) on it
+// now: the latest of their end times (a suspended job's, or one without a
+// time limit, never). Built from job_list once a second at most: backfill
+// asks will-run for many jobs in one pass. slurmctld holds the job read
+// lock around select_p_job_test.
+const std::vector<int64_t>& node_free_at(int64_t now)
+{
+    if (g.free_at_built == now && g.free_at.size() == g_session->model_nodes())
+        return g.free_at;
+    constexpr int64_t kNever = std::numeric_limits<int64_t>::max() / 4;
+    g.free_at.assign(g_session->model_nodes(), 0);
+    g.free_at_built = now;
+    if (!job_list)
+        return g.free_at;
+    m2g_list_itr_t it = list_iterator_create(job_list);
+    job_record_t* j;
+    while ((j = static_cast<job_record_t*>(list_next(it)))) {
+        if (!j->node_bitmap || !(IS_JOB_RUNNING(j) || IS_JOB_SUSPENDED(j)))
+            continue;
+        const int64_t end = IS_JOB_SUSPENDED(j) || j->time_limit == INFINITE || j->end_time <= 0
+                                ? kNever
+                                : static_cast<int64_t>(j->end_time);
+        const int last = bit_fls(j->node_bitmap);
+        for (int i = bit_ffs(j->node_bitmap); i >= 0 && i <= last && i < node_record_count; ++i)
+            if (bit_test(j->node_bitmap, i) && g.slurm_to_model[i] >= 0) {
+                int64_t& t = g.free_at[g.slurm_to_model[i]];
+                t = std::max(t, end);
+            }
+    }
+    list_iterator_destroy(it);
+    return g.free_at;
 }
 
 // Put `text` into the placement part of AdminComment's "m2g:[...]"
@@ -441,8 +480,15 @@ static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
             const int si = g.model_to_slurm[mi];
             return si >= 0 ? free_gpus(node_record_table_ptr[si]) : 0;
         };
-        const m2g::Outcome o = g_session->decide(facts, g.offered, bit_set_count(bitmap), free_on,
-                                                 select_mode(mode), time(nullptr));
+        const int64_t now = time(nullptr);
+        const m2g::SelectMode sm = select_mode(mode);
+        m2g::FreeAt free_at;
+        if (sm == m2g::SelectMode::WillRun) {
+            const std::vector<int64_t>& at = node_free_at(now);
+            free_at = [&at](int mi) { return at[static_cast<size_t>(mi)]; };
+        }
+        const m2g::Outcome o =
+            g_session->decide(facts, g.offered, bit_set_count(bitmap), free_on, sm, now, free_at);
         for (int mi : o.ruled_out)
             if (g.model_to_slurm[mi] >= 0)
                 bit_clear(bitmap, g.model_to_slurm[mi]);
