@@ -715,17 +715,18 @@ def placement_study(run, a, clusters, rev):
             mv = {p: {k: mean([r[k] for r in g[p]]) for k, _, _, _ in STUDY_METRICS} for p in STUDY_POLICIES}
             c = mv["m2g"]["containment"] >= 0.99
             bd = mv["block"]["queue_delay_mean_s"]
-            d = mv["m2g"]["queue_delay_mean_s"] <= 1.05 * bd + 1e-9
+            d = mv["m2g"]["queue_delay_mean_s"] <= 1.05 * bd + 0.5  # within half a second when both are ~0
             sp = mv["m2g"]["span_ratio"] <= 1.05
             st = mv["m2g"]["stranded_gpus"] < min(mv["tree"]["stranded_gpus"], mv["tree-nvl"]["stranded_gpus"])
             yes = lambda b: "**yes**" if b else "no"
-            ratio = mv["m2g"]["queue_delay_mean_s"] / bd if bd > 0 else float("nan")
-            md.append("| %s | %d | %s: %.2f%% (block %.2f%%) | %s: %.2fx (%.2f h vs %.2f h) | %s: %.3f (block %.3f) "
+            ratio = ("%.2fx" % (mv["m2g"]["queue_delay_mean_s"] / bd)) if bd >= 1 else "no queue"
+            md.append("| %s | %d | %s: %.2f%% (block %.2f%%) | %s: %s (%.2f h vs %.2f h) | %s: %.3f (block %.3f) "
                       "| %s: %.2f%% (tree-nvl %.2f%%, tree %.2f%%) | %s |" % (
                           name, racks, yes(c), 100 * mv["m2g"]["containment"], 100 * mv["block"]["containment"],
                           yes(d), ratio, mv["m2g"]["queue_delay_mean_s"] / 3600, bd / 3600,
                           yes(sp), mv["m2g"]["span_ratio"], mv["block"]["span_ratio"],
-                          yes(st), 100 * mv["m2g"]["stranded_gpus"], 100 * mv["tree-nvl"]["stranded_gpus"],
+                          yes(st) if st or mv["m2g"]["stranded_gpus"] > 1e-4 else "no (all 0)",
+                          100 * mv["m2g"]["stranded_gpus"], 100 * mv["tree-nvl"]["stranded_gpus"],
                           100 * mv["tree"]["stranded_gpus"], yes(c and d and sp and st)))
             cells += 1
             met_all += c and d and sp and st
