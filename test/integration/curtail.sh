@@ -121,6 +121,21 @@ watch_inference() {
 	done
 	return 0
 }
+# watch_comments: every curtail= part the jobs in WATCH_JOBS showed in their
+# AdminComment, each once, into COMMENTS. A job's AdminComment holds only
+# m2g-curtaild's last action: a suspended job may be resumed (curtail=uncap
+# cause=restore) before the event ends, so one snapshot at its end can miss
+# the suspension.
+WATCH_JOBS="" COMMENTS=""
+watch_comments() {
+	local j c
+	for j in $WATCH_JOBS; do
+		c=$(admin_comment "$j")
+		[[ $c == *curtail=* ]] || continue
+		grep -qxF -- "$j $c" <<<"$COMMENTS" || COMMENTS+="$j $c"$'\n'
+	done
+	return 0
+}
 # sample_event END RESPONSE_VAR OVER_VAR: from now until END, the time until
 # the draw first is under the event's budget, and the seconds over it after
 # the first 30 s.
@@ -137,6 +152,7 @@ sample_event() {
 			fi
 		fi
 		watch_inference
+		watch_comments
 		sleep 1
 	done
 	RESP=$resp OVER=$over
@@ -175,10 +191,11 @@ ok "wait_until 8 pre_wait" "1: announced 10 s ahead, the event already keeps def
 diag "$(admin_comment "$P1")"
 ok "[[ \$(st '$P1') == PENDING ]]" "1: that job is pending"
 while (( $(date +%s) < E1_START )); do sleep 0.5; done
-sample_event "$E1_START" $((E1_END - 3)) "$busy_budget"
 # What the training jobs' AdminComments say while the event lasts.
-comments=""
-for j in "$T1" "$T2" "$T3" "$T4"; do comments+="$j $(admin_comment "$j")"$'\n'; done
+WATCH_JOBS="$T1 $T2 $T3 $T4"
+sample_event "$E1_START" $((E1_END - 3)) "$busy_budget"
+WATCH_JOBS=""
+comments=$COMMENTS
 r1=$RESP o1=$OVER
 sample_event $((E1_END - 3)) "$E1_END" "$busy_budget"
 RESP=$r1 OVER=$((o1 + OVER))

@@ -339,9 +339,13 @@ const std::vector<int64_t>& node_free_at(int64_t now)
     constexpr int64_t kNever = std::numeric_limits<int64_t>::max() / 4;
     g.free_at.assign(g_session->model_nodes(), 0);
     g.free_at_built = now;
-    if (!job_list)
+    // job_list is slurmctld's: on 22.05 the clients (srun, sbatch, scancel)
+    // load this plugin too, and a reference to the symbol would fail their
+    // dlopen. Look it up in the running process instead.
+    auto* jobs = reinterpret_cast<m2g_list_t*>(dlsym(RTLD_DEFAULT, "job_list"));
+    if (!jobs || !*jobs)
         return g.free_at;
-    m2g_list_itr_t it = list_iterator_create(job_list);
+    m2g_list_itr_t it = list_iterator_create(*jobs);
     job_record_t* j;
     while ((j = static_cast<job_record_t*>(list_next(it)))) {
         if (!j->node_bitmap || !(IS_JOB_RUNNING(j) || IS_JOB_SUSPENDED(j)))
