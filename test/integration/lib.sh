@@ -221,6 +221,8 @@ _tb_on_exit() {
 		echo "1..$_TAP_N"
 	fi
 	((_TAP_FAILED == 0)) || { diag "failed $_TAP_FAILED of $_TAP_N"; rc=1; }
+	# m2g-check prints this beside the suite's counts (where CI time goes).
+	diag "suite time: $SECONDS s"
 	if [[ -n $TB_DIR && -d $TB_DIR ]]; then
 		if ((rc == 0)) && [[ ${TB_KEEP:-0} != 1 ]]; then rm -rf -- "$TB_DIR"
 		else diag "testbed files kept in $TB_DIR"; fi

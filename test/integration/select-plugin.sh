@@ -150,7 +150,11 @@ for n in fill h1 h2; do scancel -n "$n"; done  # one name each: a repeated -n ke
 # since when in AdminComment, before it takes the two racks.
 sed -i -e 's/^PartitionName=gpu .*/PartitionName=gpu DefaultTopology=prefer:nvlink PreferWaitSec=20/' \
 	-e '/^HealthFile=/d' "$TB_DIR/etc/m2g.conf"
-scontrol update nodename=r05n03 state=resume
+# The drain from (c) is in slurmctld's saved node state only if it was saved
+# before the SIGKILL in (f); resume it if it is still there.
+if scontrol show node r05n03 | grep -q 'State=[A-Z+]*DRAIN'; then
+	scontrol update nodename=r05n03 state=resume
+fi
 scontrol reconfigure
 for _ in $(seq 1 90); do [[ -z $(squeue -h -t RUNNING,COMPLETING -o %i) ]] && break; sleep 1; done
 is "$(squeue -h -t RUNNING,COMPLETING -o %i | wc -l)" 0 "(g) starts on an idle cluster"

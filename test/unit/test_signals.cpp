@@ -1221,8 +1221,12 @@ TEST_F(FeedTest, NeverPublishesADocumentCaughtMidWrite)
         ::close(fd);
     });
     int mixed = 0, reads = 0;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
-    while (std::chrono::steady_clock::now() < until) {
+    // At least 1.5 s and more than 100 versions (a busy machine writes fewer
+    // per second), at most 15 s.
+    const auto start = std::chrono::steady_clock::now();
+    const auto until = start + std::chrono::milliseconds(1500), give_up = start + std::chrono::seconds(15);
+    for (auto now = start; (now < until || versions.load() <= 100) && now < give_up;
+         now = std::chrono::steady_clock::now()) {
         reads += f.refresh(kNow);
         const SignalsView v = f.view(kNow);
         ASSERT_NE(v.snap, nullptr);
