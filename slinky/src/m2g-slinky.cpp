@@ -10,7 +10,11 @@
 //     the Slurm topology, which slurm-operator copies to the Slurm node;
 //   - ConfigMap --signals-configmap, key bridge-intents.json: the m2g intent
 //     of every pod slurm-bridge schedules, from its m2g.slurm.net/*
-//     annotations, for job_submit/m2g (BridgeIntentsFile=).
+//     annotations, for job_submit/m2g (BridgeIntentsFile=);
+//   - with --write-topology, the same topology for other readers: Slurm's
+//     topology.yaml (ConfigMap --configmap, key topology.yaml), a Kueue
+//     Topology and ResourceFlavor, a KAI Topology, Volcano HyperNodes
+//     (`m2g topology export`'s formats, src/topology/formats.cpp).
 // The mapping is the core's (src/topology/slinky.cpp); the Kubernetes
 // client is slinky/src/kube.cpp.
 #include <CLI/CLI.hpp>
@@ -18,6 +22,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
+#include <map>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -31,7 +37,9 @@
 
 #include "kube.hpp"
 #include "m2g_config.h"
+#include "topology/config.hpp"
 #include "topology/error.hpp"
+#include "topology/formats.hpp"
 #include "topology/recipes.hpp"
 #include "topology/slinky.hpp"
 #include "topology/well_known.hpp"
@@ -83,6 +91,8 @@ struct Args {
     std::string bridge_scheduler = m2g::kw::kK8sBridgeScheduler;  // "" no slurm-bridge pods
     std::string recipes;                                          // the site's m2g-recipes.conf
     m2g::SlinkyOptions view;
+    std::set<std::string> write_topology;  // slurm-yaml, kueue, kai, volcano
+    std::string topology_name;             // Topology objects, Slurm topology prefix ("" cluster name)
     int interval = 30;
     bool once = false, dry_run = false;
 };
@@ -151,15 +161,163 @@ class Adapter {
             api_failed("annotate node " + node, r);
     }
 
+    // Create or update one cluster-scoped object of a CRD (Kueue, KAI,
+    // Volcano) from its JSON; labels it as ours. A change the API refuses
+    // (Kueue's and KAI's Topology levels cannot change once created) is
+    // logged once with the API's reason; the next change or interval retries.
+    // Returns "created", "updated" or "" (unchanged or refused).
+    std::string apply_object(const std::string& json)
+    {
+        Json obj(json_tokener_parse(json.c_str()), json_object_put);
+        json_object *kind = nullptr, *api = nullptr, *meta = nullptr, *name = nullptr, *spec = nullptr;
+        if (!obj || !json_object_object_get_ex(obj.get(), "kind", &kind) ||
+            !json_object_object_get_ex(obj.get(), "apiVersion", &api) ||
+            !json_object_object_get_ex(obj.get(), "metadata", &meta) ||
+            !json_object_object_get_ex(meta, "name", &name) || !json_object_object_get_ex(obj.get(), "spec", &spec))
+            throw m2g::Error("an exported object without kind, apiVersion, metadata.name or spec: " + json);
+        const std::string k = json_object_get_string(kind), n = json_object_get_string(name);
+        const std::string base = "/apis/" + std::string(json_object_get_string(api)) + "/" + plural(k);
+        json_object* labels = json_object_new_object();
+        json_object_object_add(labels, "app.kubernetes.io/managed-by", json_object_new_string("m2g-slinky"));
+        json_object_object_add(meta, "labels", labels);
+        const m2g::kube::Response got = c_.get(base + "/" + url_escape(n));
+        if (got.status == 404) {
+            const m2g::kube::Response r = c_.post(base, json_text(obj.get()));
+            if (!r.ok())
+                return refused("create " + k + " " + n, r);
+            return "created";
+        }
+        if (!got.ok())
+            return refused("read " + k + " " + n, got);
+        Json cur(json_tokener_parse(got.body.c_str()), json_object_put);
+        json_object* cur_spec = nullptr;
+        if (cur && json_object_object_get_ex(cur.get(), "spec", &cur_spec) && json_object_equal(cur_spec, spec))
+            return "";
+        Json patch(json_object_new_object(), json_object_put);
+        json_object_object_add(patch.get(), "spec", json_object_get(spec));
+        const m2g::kube::Response r = c_.patch(base + "/" + url_escape(n), json_text(patch.get()));
+        if (!r.ok())
+            return refused("update " + k + " " + n, r);
+        return "updated";
+    }
+
+    // Write the --write-topology formats of this view's model.
+    void write_topology(const m2g::SlinkyView& v)
+    {
+        if (a_.write_topology.empty())
+            return;
+        const m2g::Model m = m2g::build_model(m2g::parse_m2g_conf(v.conf, "m2g-slinky m2g.conf"));
+        m2g::ExportOptions eo;
+        eo.name = a_.topology_name.empty() ? a_.view.cluster_name : a_.topology_name;
+        eo.levels = m2g::slinky_level_labels(v);
+        eo.k8s_node_names = v.slurm_to_k8s;
+        for (const std::string& f : a_.write_topology) {
+            std::string text;
+            try {
+                text = m2g::export_topology(m, m2g::parse_export_format(f), eo);
+            } catch (const m2g::Error& e) {
+                if (warned_.insert(f + e.what()).second)
+                    log("cannot write --write-topology=" + f + ": " + e.what());
+                continue;
+            }
+            if (!a_.out_dir.empty())
+                write_file(a_.out_dir + "/topology." + f + ".yaml", text);
+            if (a_.dry_run) {
+                std::cout << "# --write-topology=" << f << "\n" << text;
+                continue;
+            }
+            if (f == "slurm-yaml") {
+                if (upsert_configmap(a_.configmap, "topology.yaml", text))
+                    log("wrote topology.yaml to ConfigMap " + a_.ns + "/" + a_.configmap);
+                continue;
+            }
+            std::set<std::string> names;
+            for (const std::string& json : m2g::yaml_objects_as_json(text, "--write-topology=" + f)) {
+                const std::string what = apply_object(json);
+                Json o(json_tokener_parse(json.c_str()), json_object_put);
+                json_object *meta = nullptr, *name = nullptr, *kind = nullptr;
+                json_object_object_get_ex(o.get(), "kind", &kind);
+                json_object_object_get_ex(o.get(), "metadata", &meta);
+                json_object_object_get_ex(meta, "name", &name);
+                names.insert(json_object_get_string(name));
+                if (!what.empty())
+                    log(what + " " + json_object_get_string(kind) + " " + json_object_get_string(name));
+            }
+            if (f == "volcano")
+                prune_hypernodes(names);
+            if (f == "kueue")
+                label_cluster(v, m);
+        }
+    }
+
+    // HyperNodes this adapter made that the topology no longer has.
+    void prune_hypernodes(const std::set<std::string>& keep)
+    {
+        const std::string base = "/apis/topology.volcano.sh/v1alpha1/hypernodes";
+        m2g::kube::ListResult l;
+        try {
+            l = c_.list(base + "?labelSelector=" + url_escape("app.kubernetes.io/managed-by=m2g-slinky"));
+        } catch (const m2g::Error& e) {
+            if (warned_.insert(std::string("prune") + e.what()).second)
+                log(std::string("cannot list HyperNodes to remove stale ones: ") + e.what());
+            return;
+        }
+        for (const std::string& item : l.items) {
+            const std::string key = m2g::kube::Informer::key_of(item);
+            if (keep.count(key))
+                continue;
+            const m2g::kube::Response r = c_.del(base + "/" + url_escape(key));
+            if (r.ok())
+                log("deleted HyperNode " + key + " (no longer in the topology)");
+            else
+                refused("delete HyperNode " + key, r);
+        }
+    }
+
+    // The Kueue ResourceFlavor selects nodes by m2g.slurm.net/cluster: put it
+    // on every node that runs a Slurm node of this cluster.
+    void label_cluster(const m2g::SlinkyView& v, const m2g::Model& m)
+    {
+        const std::string value = m.cluster_name.empty() ? "m2g" : m.cluster_name;
+        std::set<std::string> k8s;
+        for (const auto& [slurm, node] : v.slurm_to_k8s)
+            k8s.insert(node);
+        int changed = 0;
+        for (const std::string& node : k8s) {
+            auto have = node_labels_.find(node);
+            if (have != node_labels_.end() && have->second == value)
+                continue;
+            Json patch(json_object_new_object(), json_object_put);
+            json_object* meta = json_object_new_object();
+            json_object* labels = json_object_new_object();
+            json_object_object_add(labels, m2g::kw::kK8sLabelM2gCluster, json_object_new_string(value.c_str()));
+            json_object_object_add(meta, "labels", labels);
+            json_object_object_add(patch.get(), "metadata", meta);
+            const m2g::kube::Response r = c_.patch("/api/v1/nodes/" + url_escape(node), json_text(patch.get()));
+            if (!r.ok()) {
+                refused("label node " + node, r);
+                continue;
+            }
+            ++changed;
+        }
+        if (changed)
+            log("labelled " + std::to_string(changed) + " node" + (changed == 1 ? "" : "s") + " " +
+                m2g::kw::kK8sLabelM2gCluster + "=" + value + " (the Kueue ResourceFlavor selects them)");
+    }
+
     // One pass over what the informers (or lists) hold.
     void sync(const std::map<std::string, std::string>& node_objs, const std::map<std::string, std::string>& pod_objs,
               const std::map<std::string, std::string>* bridge_objs)
     {
         std::vector<m2g::K8sNode> nodes;
         std::vector<m2g::K8sPod> pods;
+        node_labels_.clear();
         for (const auto& [key, json] : node_objs) {
             try {
                 nodes.push_back(m2g::parse_k8s_node(json, "node " + key));
+                auto c = nodes.back().labels.find(m2g::kw::kK8sLabelM2gCluster);
+                if (c != nodes.back().labels.end())
+                    node_labels_[nodes.back().name] = c->second;
             } catch (const m2g::Error& e) {
                 log(std::string("skipping: ") + e.what());
             }
@@ -208,6 +366,7 @@ class Adapter {
                 write_file(a_.out_dir + "/" + m2g::kw::kK8sConfigMapIntentsKey, intents);
         }
         if (a_.dry_run) {
+            write_topology(v);
             std::cout << v.conf << "\n# signals\n" << v.signals;
             if (bridge_objs)
                 std::cout << "# " << m2g::kw::kK8sConfigMapIntentsKey << "\n" << intents;
@@ -221,6 +380,7 @@ class Adapter {
                     std::to_string(v.slurm_to_k8s.size()) + " Slurm nodes)");
             last_conf_ = v.conf;
         }
+        write_topology(v);
         upsert_configmap(a_.signals_configmap, m2g::kw::kK8sConfigMapSignalsKey, v.signals);
         if (bridge_objs && upsert_configmap(a_.signals_configmap, m2g::kw::kK8sConfigMapIntentsKey, intents))
             log("wrote " + std::string(m2g::kw::kK8sConfigMapIntentsKey) + " to ConfigMap " + a_.ns + "/" +
@@ -242,6 +402,25 @@ class Adapter {
     }
 
   private:
+    static std::string plural(const std::string& kind)
+    {
+        if (kind == "Topology")
+            return "topologies";
+        std::string p;
+        for (char c : kind)
+            p += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return p + "s";  // ResourceFlavor, HyperNode
+    }
+
+    // Log a refused request once per distinct answer; "" for apply_object.
+    std::string refused(const std::string& what, const m2g::kube::Response& r)
+    {
+        const std::string msg = what + ": " + (r.error.empty() ? "HTTP " + std::to_string(r.status) : r.error);
+        if (warned_.insert(msg).second)
+            log(msg);
+        return "";
+    }
+
     static void write_file(const std::string& path, const std::string& text)
     {
         const std::string tmp = path + ".tmp";
@@ -261,6 +440,7 @@ class Adapter {
     std::string last_intents_body_, last_intents_;
     std::unique_ptr<m2g::RecipeCatalog> catalog_;
     std::set<std::string> warned_;
+    std::map<std::string, std::string> node_labels_;  // node -> its m2g.slurm.net/cluster label
 };
 
 std::map<std::string, std::string> list_all(m2g::kube::Client& c, const std::string& path)
@@ -293,13 +473,28 @@ int main(int argc, char** argv)
     app.add_option("--bridge-scheduler", a.bridge_scheduler,
                    "schedulerName of slurm-bridge's pods, whose m2g.slurm.net/* annotations are published ('' none)");
     app.add_option("--recipes", a.recipes, "the site's m2g-recipes.conf, for m2g.slurm.net/recipe annotations");
-    app.add_option("--out-dir", a.out_dir, "also write m2g.conf and signals.json into this directory");
+    std::vector<std::string> write_topology;
+    app.add_option("--write-topology", write_topology,
+                   "also write the topology as slurm-yaml (ConfigMap --configmap, key topology.yaml), kueue "
+                   "(Topology, ResourceFlavor), kai (Topology), volcano (HyperNodes); comma-separated")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"slurm-yaml", "kueue", "kai", "volcano"}));
+    app.add_option("--topology-name", a.topology_name,
+                   "name of the Kueue/KAI Topology and prefix of the topology.yaml topologies (default: --cluster-name)");
+    app.add_option("--out-dir", a.out_dir, "also write m2g.conf and signals.json (and the --write-topology files) into this directory");
     app.add_flag("--once", a.once, "list once, write, exit (no watch)");
     app.add_flag("--dry-run", a.dry_run, "print what would be written; change nothing");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         return app.exit(e) == 0 ? 0 : 2;
+    }
+    a.write_topology.insert(write_topology.begin(), write_topology.end());
+    if (a.write_topology.count("slurm-yaml")) {
+        // The nodes' topology annotation names the topology.yaml topologies.
+        const std::string name = a.topology_name.empty() ? a.view.cluster_name : a.topology_name;
+        a.view.tree_topology = name + "-tree";
+        a.view.block_topology = name + "-block";
     }
     try {
         m2g::kube::Config cfg = a.kubeconfig.empty() ? m2g::kube::in_cluster() : m2g::kube::from_kubeconfig(a.kubeconfig, a.context);

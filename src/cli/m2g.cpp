@@ -3,8 +3,10 @@
 //
 //   m2g topology validate FILE
 //   m2g topology show FILE
-//   m2g topology export --format=tree|block FILE
-//   m2g topology import-slurm [--gpus-per-node N] [--leaf-as-domain] FILE
+//   m2g topology export --format=tree|block|slurm-yaml|kueue|kai|volcano|labels [--name NAME] [-o FILE] FILE
+//   m2g topology import --format=slurm|slurm-yaml|labels [--topology NAME] [--gpus-per-node N]
+//                       [--leaf-as-domain] [-o FILE] FILE
+//   m2g topology import-slurm [--gpus-per-node N] [--leaf-as-domain] FILE   (= import --format=slurm)
 //   m2g topology locate FILE HOSTLIST
 //   m2g recipe list|show NAME|validate [--catalog FILE]
 //   m2g place --topology FILE [--state STATE.json] [--signals FEED] --request REQ [--json]
@@ -49,6 +51,7 @@
 #include "topology/discover.hpp"
 #include "topology/error.hpp"
 #include "topology/export.hpp"
+#include "topology/formats.hpp"
 #include "topology/hostlist.hpp"
 #include "topology/cluster_state.hpp"
 #include "topology/placement.hpp"
@@ -416,11 +419,33 @@ int main(int argc, char** argv)
     auto* show = topo->add_subcommand("show", "Print the topology as a tree with node and GPU counts per level");
     show->add_option("FILE", file, "m2g.conf to show")->required();
 
-    auto* exp = topo->add_subcommand("export", "Write Slurm's topology.conf from an m2g.conf");
-    exp->add_option("--format", format, "tree: topology/tree (22.05+); block: topology/block (23.11+)")
-        ->check(CLI::IsMember({"tree", "block"}));
+    std::string export_name, import_format, import_topology;
+    auto* exp = topo->add_subcommand("export", "Write the topology for Slurm, Kueue, KAI, Volcano or node labels");
+    exp->add_option("--format", format,
+                    "tree: topology/tree topology.conf (22.05+); block: topology/block (23.11+); slurm-yaml: "
+                    "topology.yaml (25.05+); kueue, kai: Topology objects; volcano: HyperNodes; labels: Node labels")
+        ->check(CLI::IsMember({"tree", "block", "slurm-yaml", "kueue", "kai", "volcano", "labels"}));
+    exp->add_option("--name", export_name,
+                    "Topology object name (kueue, kai) and topology name prefix (slurm-yaml); default: the "
+                    "ClusterName, else m2g");
     exp->add_option("-o,--output", output, "write to this file instead of standard output");
     exp->add_option("FILE", file, "m2g.conf to export")->required();
+
+    auto* gimp = topo->add_subcommand("import", "Convert a Slurm topology file or Kubernetes Node labels into m2g.conf");
+    gimp->add_option("--format", import_format,
+                     "slurm: topology/tree topology.conf; slurm-yaml: topology.yaml; labels: Node objects "
+                     "(kubectl get nodes -o json, or export --format=labels)")
+        ->required()
+        ->check(CLI::IsMember({"slurm", "slurm-yaml", "labels"}));
+    gimp->add_option("--topology", import_topology,
+                     "slurm-yaml: which topology (default: the cluster_default one, else the first tree or block)");
+    gimp->add_option("--gpus-per-node", gpus_per_node,
+                     "GPUs to declare on every imported node (labels: when a Node has no nvidia.com/gpu capacity)")
+        ->check(CLI::Range(0, 1024));
+    gimp->add_flag("--leaf-as-domain", leaf_as_domain,
+                   "slurm, slurm-yaml trees: switches with nodes become NVLink domains (as export writes them)");
+    gimp->add_option("-o,--output", output, "write to this file instead of standard output");
+    gimp->add_option("FILE", file, "the file to import")->required();
 
     auto* imp = topo->add_subcommand("import-slurm", "Convert a Slurm topology/tree topology.conf into m2g.conf");
     imp->add_option("--gpus-per-node", gpus_per_node, "GPUs to declare on every imported node")
@@ -597,8 +622,27 @@ int main(int argc, char** argv)
         } else if (*exp) {
             m2g::Model m = m2g::load_model(file, &warnings);
             print_warnings(warnings, file);
-            emit(format == "block" ? m2g::export_slurm_block(m) : m2g::export_slurm_tree(m), output);
-        } else if (*imp) {
+            m2g::ExportOptions eo;
+            eo.name = export_name;
+            emit(m2g::export_topology(m, m2g::parse_export_format(format), eo), output);
+        } else if (*gimp && import_format != "slurm") {
+            const std::string text = m2g::read_text_file(file);
+            m2g::ConfigSpec spec;
+            if (import_format == "labels") {
+                m2g::LabelImportOptions lo;
+                lo.gpus_per_node = gpus_per_node;
+                spec = m2g::import_node_labels(text, file, lo, &warnings);
+            } else {
+                m2g::SlurmYamlImportOptions yo;
+                yo.base.gpus_per_node = gpus_per_node;
+                yo.base.leaf_as_domain = leaf_as_domain;
+                yo.topology = import_topology;
+                spec = m2g::import_slurm_yaml(text, file, yo);
+            }
+            m2g::Model m = m2g::build_model(spec, &warnings);
+            print_warnings(warnings, file);
+            emit(m2g::write_m2g_conf(m), output);
+        } else if (*imp || *gimp) {
             m2g::SlurmImportOptions opts;
             opts.gpus_per_node = gpus_per_node;
             opts.leaf_as_domain = leaf_as_domain;

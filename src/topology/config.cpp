@@ -470,39 +470,52 @@ ConfigSpec parse_slurm_topology_conf(std::string_view text, const std::string& f
                                      const SlurmImportOptions& opts)
 {
     static const LineKind kTopoLine{"SwitchName", {"Switches", "Nodes", "LinkSpeed"}};
-    ConfigSpec spec;
-    std::vector<std::string> node_order;
-    std::set<std::string> node_seen;
+    std::vector<SlurmSwitchDecl> decls;
     for (const Line& line : tokenize(text, file)) {
         if (lower(line.pairs[0].key) != "switchname")
             throw ParseError(line.loc.str() + ": unknown key '" + line.pairs[0].key +
                              "'; a topology/tree topology.conf line starts with SwitchName=");
         Fields f(line, kTopoLine);
-        std::string name = single_name(line, "SwitchName");
+        SlurmSwitchDecl d;
+        d.loc = line.loc;
+        d.name = single_name(line, "SwitchName");
         if (f.has("Switches") == f.has("Nodes"))
-            throw ParseError(line.loc.str() + ": SwitchName=" + name + " needs exactly one of Switches= or Nodes=");
-        double gbps = f.has("LinkSpeed") ? f.integer("LinkSpeed", 0, 0, 2000000000) : 0;
-        std::vector<std::string> nodes = f.hostlist("Nodes");
-        for (const auto& n : nodes)
+            throw ParseError(line.loc.str() + ": SwitchName=" + d.name + " needs exactly one of Switches= or Nodes=");
+        d.link_gbps = f.has("LinkSpeed") ? f.integer("LinkSpeed", 0, 0, 2000000000) : 0;
+        d.nodes = f.hostlist("Nodes");
+        d.switches = f.hostlist("Switches");
+        decls.push_back(std::move(d));
+    }
+    return spec_from_slurm_switches(decls, file, opts);
+}
+
+ConfigSpec spec_from_slurm_switches(const std::vector<SlurmSwitchDecl>& decls, const std::string& file,
+                                    const SlurmImportOptions& opts)
+{
+    ConfigSpec spec;
+    std::vector<std::string> node_order;
+    std::set<std::string> node_seen;
+    for (const SlurmSwitchDecl& decl : decls) {
+        for (const auto& n : decl.nodes)
             if (node_seen.insert(n).second)
                 node_order.push_back(n);
-        if (!nodes.empty() && opts.leaf_as_domain) {
+        if (!decl.nodes.empty() && (opts.leaf_as_domain || decl.is_block)) {
             DomainSpec d;
-            d.loc = line.loc;
-            d.name = name;
-            d.nodes = std::move(nodes);
+            d.loc = decl.loc;
+            d.name = decl.name;
+            d.nodes = decl.nodes;
             spec.domains.push_back(std::move(d));
             continue;
         }
         SwitchSpec s;
-        s.loc = line.loc;
-        s.name = name;
-        s.link_gbps = gbps;
-        s.switches = f.hostlist("Switches");
-        s.nodes = std::move(nodes);
+        s.loc = decl.loc;
+        s.name = decl.name;
+        s.link_gbps = decl.link_gbps;
+        s.switches = decl.switches;
+        s.nodes = decl.nodes;
         spec.switches.push_back(std::move(s));
     }
-    if (opts.leaf_as_domain) {
+    if (!spec.domains.empty()) {
         // Children that name a domain are domains, not switches.
         std::set<std::string> domain_names;
         for (const auto& d : spec.domains)
@@ -512,14 +525,14 @@ ConfigSpec parse_slurm_topology_conf(std::string_view text, const std::string& f
             for (auto& c : s.switches)
                 (domain_names.count(c) ? s.domains : sw).push_back(c);
             if (!sw.empty() && !s.domains.empty())
-                throw ParseError(s.loc.str() + ": SwitchName=" + s.name +
+                throw ParseError(s.loc.str() + ": switch " + s.name +
                                  " mixes NVLink domains and switches as children; m2g.conf needs one kind per "
                                  "switch (import without --leaf-as-domain)");
             s.switches = std::move(sw);
         }
     }
     if (!node_order.empty()) {
-        // topology.conf lists switches in any order; declare nodes by name.
+        // Topology files list switches in any order; declare nodes by name.
         std::sort(node_order.begin(), node_order.end(), natural_less);
         NodeSpec n;
         n.loc = {file, 0};

@@ -98,6 +98,23 @@ struct SlurmImportOptions {
 ConfigSpec parse_slurm_topology_conf(std::string_view text, const std::string& file,
                                      const SlurmImportOptions& opts = {});
 
+// One switch (or block) of a Slurm topology file, before it becomes part of
+// an m2g.conf spec: topology.conf and topology.yaml both read into these.
+struct SlurmSwitchDecl {
+    SourceLoc loc;
+    std::string name;
+    std::vector<std::string> switches;  // child switch names (tree)
+    std::vector<std::string> nodes;     // expanded node names
+    double link_gbps = 0;
+    bool is_block = false;              // a topology/block block: an NVLink domain
+};
+
+// The spec the switches describe: switches with nodes become leaf switches
+// (NVLink domains with `opts.leaf_as_domain` or is_block), nodes are
+// declared in natural order with `opts.gpus_per_node` GPUs.
+ConfigSpec spec_from_slurm_switches(const std::vector<SlurmSwitchDecl>& decls, const std::string& file,
+                                    const SlurmImportOptions& opts);
+
 // Validate a spec and build the model. Non-fatal findings (a node no switch
 // reaches, several roots) are appended to `warnings` when given.
 Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings = nullptr);

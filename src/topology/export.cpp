@@ -16,15 +16,6 @@ namespace m2g {
 
 namespace {
 
-std::string names_of(const Model& m, const std::vector<int>& nodes)
-{
-    std::vector<std::string> names;
-    names.reserve(nodes.size());
-    for (int n : nodes)
-        names.push_back(m.nodes[n].name);
-    return hostlist_compress(names);
-}
-
 // Numbers as people write them in config files: 400, 12.5.
 std::string num(double v)
 {
@@ -38,6 +29,34 @@ const char* kGeneratedBy =
     "# edit m2g.conf and export again rather than editing this file.\n";
 
 }  // namespace
+
+std::string node_hostlist(const Model& m, const std::vector<int>& nodes)
+{
+    std::vector<std::string> names;
+    names.reserve(nodes.size());
+    for (int n : nodes)
+        names.push_back(m.nodes[n].name);
+    return hostlist_compress(names);
+}
+
+SlurmBlocks slurm_blocks(const Model& m)
+{
+    SlurmBlocks b;
+    for (const Domain& d : m.domains)
+        if (!d.nodes.empty())
+            b.blocks.emplace_back(d.name, d.nodes);
+    for (const Switch& s : m.switches)
+        if (!s.nodes.empty())
+            b.blocks.emplace_back(s.name, s.nodes);
+    if (b.blocks.empty())
+        return b;
+    size_t base = b.blocks[0].second.size();
+    for (const auto& x : b.blocks)
+        base = std::min(base, x.second.size());
+    for (size_t k = 1; k <= b.blocks.size(); k *= 2)
+        b.sizes.push_back(base * k);
+    return b;
+}
 
 std::vector<SlurmSwitch> slurm_switches(const Model& m)
 {
@@ -95,7 +114,7 @@ std::string export_slurm_tree(const Model& m)
     for (const SlurmSwitch& s : sw) {
         os << "SwitchName=" << s.name;
         if (!s.nodes.empty()) {
-            os << " Nodes=" << names_of(m, s.nodes);
+            os << " Nodes=" << node_hostlist(m, s.nodes);
         } else {
             std::vector<std::string> children;
             for (int c : s.children)
@@ -111,28 +130,19 @@ std::string export_slurm_tree(const Model& m)
 
 std::string export_slurm_block(const Model& m)
 {
-    std::vector<std::pair<std::string, std::vector<int>>> blocks;
-    for (const Domain& d : m.domains)
-        if (!d.nodes.empty())
-            blocks.emplace_back(d.name, d.nodes);
-    for (const Switch& s : m.switches)
-        if (!s.nodes.empty())
-            blocks.emplace_back(s.name, s.nodes);
+    const SlurmBlocks b = slurm_blocks(m);
     std::ostringstream os;
     os << "# Slurm topology.conf for TopologyPlugin=topology/block (Slurm 23.11 and later)";
     if (!m.cluster_name.empty())
         os << ", cluster " << m.cluster_name;
     os << "\n" << kGeneratedBy << "# One block per NVLink domain; BlockSizes double from the smallest block.\n";
-    if (blocks.empty())
+    if (b.blocks.empty())
         return os.str();
-    size_t base = blocks[0].second.size();
-    for (const auto& b : blocks)
-        base = std::min(base, b.second.size());
-    for (const auto& [name, nodes] : blocks)
-        os << "BlockName=" << name << " Nodes=" << names_of(m, nodes) << "\n";
+    for (const auto& [name, nodes] : b.blocks)
+        os << "BlockName=" << name << " Nodes=" << node_hostlist(m, nodes) << "\n";
     os << "BlockSizes=";
-    for (size_t k = 1; k <= blocks.size(); k *= 2)
-        os << (k > 1 ? "," : "") << base * k;
+    for (size_t i = 0; i < b.sizes.size(); ++i)
+        os << (i ? "," : "") << b.sizes[i];
     os << "\n";
     return os.str();
 }
@@ -169,7 +179,7 @@ std::string write_m2g_conf(const Model& m)
     if (!m.domains.empty())
         os << "\n# NVLink domains\n";
     for (const Domain& d : m.domains) {
-        os << kw::kDomainName << "=" << d.name << " " << kw::kNodes << "=" << names_of(m, d.nodes) << " "
+        os << kw::kDomainName << "=" << d.name << " " << kw::kNodes << "=" << node_hostlist(m, d.nodes) << " "
            << kw::kSize << "=" << d.size;
         if (d.nvlink_gbps > 0)
             os << " " << kw::kNVLinkGbps << "=" << num(d.nvlink_gbps);
@@ -191,7 +201,7 @@ std::string write_m2g_conf(const Model& m)
                 children.push_back(m.domains[d].name);
             os << " " << kw::kDomains << "=" << hostlist_compress(children);
         } else {
-            os << " " << kw::kNodes << "=" << names_of(m, s.nodes);
+            os << " " << kw::kNodes << "=" << node_hostlist(m, s.nodes);
         }
         if (s.link_gbps > 0)
             os << " " << kw::kLinkGbps << "=" << num(s.link_gbps);
@@ -201,7 +211,7 @@ std::string write_m2g_conf(const Model& m)
         os << "\n# Fault domains\n";
     for (const FaultDomain& f : m.fault_domains) {
         os << kw::kFaultDomain << "=" << f.name << " " << kw::kType << "=" << f.type << " " << kw::kNodes << "="
-           << names_of(m, f.nodes);
+           << node_hostlist(m, f.nodes);
         if (f.power_budget_kw > 0)
             os << " " << kw::kPowerBudgetKW << "=" << num(f.power_budget_kw);
         os << "\n";
@@ -243,7 +253,7 @@ class TreePrinter {
         for (int d : s.domains)
             domain(d, child_prefix, ++k == n, false);
         if (!s.nodes.empty())
-            emit(child_prefix, true, false, "nodes " + names_of(m_, s.nodes));
+            emit(child_prefix, true, false, "nodes " + node_hostlist(m_, s.nodes));
     }
 
     void domain(int di, const std::string& prefix, bool last, bool root)
@@ -254,7 +264,7 @@ class TreePrinter {
              << plural(static_cast<size_t>(d.gpus), "GPU", "GPUs");
         if (d.power_budget_kw > 0)
             line << ", budget " << num(d.power_budget_kw) << " kW";
-        line << "  " << names_of(m_, d.nodes);
+        line << "  " << node_hostlist(m_, d.nodes);
         emit(prefix, last, root, line.str());
     }
 
@@ -304,14 +314,14 @@ std::string render_tree(const Model& m)
         if (m.nodes[i].domain == kNone && m.nodes[i].leaf == kNone)
             loose.push_back(static_cast<int>(i));
     if (!loose.empty())
-        os << "nodes outside the fabric: " << names_of(m, loose) << "\n";
+        os << "nodes outside the fabric: " << node_hostlist(m, loose) << "\n";
     if (!m.fault_domains.empty()) {
         os << "fault domains:\n";
         for (const FaultDomain& f : m.fault_domains) {
             os << "  " << f.name << "  " << f.type << "  " << plural(f.nodes.size(), "node", "nodes");
             if (f.power_budget_kw > 0)
                 os << ", budget " << num(f.power_budget_kw) << " kW";
-            os << "  " << names_of(m, f.nodes) << "\n";
+            os << "  " << node_hostlist(m, f.nodes) << "\n";
         }
     }
     return p.str();

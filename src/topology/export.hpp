@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "topology/model.hpp"
@@ -28,6 +29,18 @@ struct SlurmSwitch {
 
 // Children come before parents.
 std::vector<SlurmSwitch> slurm_switches(const Model& m);
+
+// Node indices as one Slurm hostlist ("r01n[01-18]").
+std::string node_hostlist(const Model& m, const std::vector<int>& nodes);
+
+// topology/block's view: one block per NVLink domain with nodes, then one
+// per leaf switch that holds nodes directly; BlockSizes double from the
+// smallest block up to the block count.
+struct SlurmBlocks {
+    std::vector<std::pair<std::string, std::vector<int>>> blocks;  // name, model node indices
+    std::vector<size_t> sizes;
+};
+SlurmBlocks slurm_blocks(const Model& m);
 
 // Slurm topology/tree topology.conf text.
 std::string export_slurm_tree(const Model& m);

@@ -1,6 +1,8 @@
 // m2g core: the placement engine.
 #include "topology/placement.hpp"
 
+#include "topology/quote.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -410,16 +412,7 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
 
 namespace {
 
-std::string json_str(const std::string& s)
-{
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\')
-            out += '\\';
-        out += c;
-    }
-    return out + "\"";
-}
+std::string json_str(const std::string& s) { return json_quote(s); }
 
 }  // namespace
 

@@ -195,6 +195,47 @@ K8sPod parse_k8s_pod(const std::string& json, const std::string& what)
     return p;
 }
 
+std::vector<std::string> slinky_level_labels(const SlinkyView& v)
+{
+    std::vector<std::string> out;
+    for (auto level = v.label_use.rbegin(); level != v.label_use.rend(); ++level) {
+        const auto best = std::max_element(level->second.begin(), level->second.end(),
+                                           [](const auto& a, const auto& b) { return a.second < b.second; });
+        if (best != level->second.end())
+            out.push_back(best->first);
+    }
+    return out;
+}
+
+std::string slinky_topology_value(const Model& m, int node, const std::string& tree, const std::string& block)
+{
+    // Tree: the node's lowest switch as topology/tree sees m2g.conf (its
+    // NVLink domain, else its leaf) with its ancestors, root first
+    // ("default:spine01:leaf01:nvl01", as `m2g topology export` writes the
+    // tree); block: its NVLink domain.
+    const Node& n = m.nodes[node];
+    std::vector<std::string> chain;
+    std::string block_name;
+    int sw = kNone;
+    if (n.domain != kNone) {
+        chain.push_back(block_name = m.domains[n.domain].name);
+        sw = m.domains[n.domain].parent;
+    } else {
+        sw = n.leaf;
+    }
+    for (; sw != kNone; sw = m.switches[sw].parent)
+        chain.push_back(m.switches[sw].name);
+    std::string value;
+    if (!tree.empty() && !chain.empty()) {
+        value = tree;
+        for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+            value += ":" + *it;
+    }
+    if (!block.empty() && !block_name.empty())
+        value += (value.empty() ? "" : ",") + block + ":" + block_name;
+    return value;
+}
+
 SlinkyView build_slinky_view(const std::vector<K8sNode>& nodes, const std::vector<K8sPod>& slurmd_pods,
                              const SlinkyOptions& o, int64_t now)
 {
@@ -261,6 +302,7 @@ SlinkyView build_slinky_view(const std::vector<K8sNode>& nodes, const std::vecto
             if (l != n.labels.end() && !l->second.empty()) {
                 h.domain_key = key + "=" + l->second;
                 h.domain_note = key + "=" + l->second;
+                ++v.label_use[0][key];
                 break;
             }
         }
@@ -275,6 +317,7 @@ SlinkyView build_slinky_view(const std::vector<K8sNode>& nodes, const std::vecto
             if (l == n.labels.end() || l->second.empty())
                 break;
             h.path.push_back(as_name(l->second));
+            ++v.label_use[static_cast<int>(h.path.size())][key];
         }
         layout.push_back(std::move(h));
     }
@@ -294,28 +337,11 @@ SlinkyView build_slinky_view(const std::vector<K8sNode>& nodes, const std::vecto
     // ("default:spine01:leaf01:nvl01", as `m2g topology export` writes the
     // tree); block: its NVLink domain.
     const Model m = build_model(parse_m2g_conf(v.conf, "m2g-slinky m2g.conf"));
-    for (const Node& n : m.nodes) {
-        std::vector<std::string> chain;
-        std::string block;
-        int sw = kNone;
-        if (n.domain != kNone) {
-            chain.push_back(block = m.domains[n.domain].name);
-            sw = m.domains[n.domain].parent;
-        } else {
-            sw = n.leaf;
-        }
-        for (; sw != kNone; sw = m.switches[sw].parent)
-            chain.push_back(m.switches[sw].name);
-        std::string value;
-        if (!o.tree_topology.empty() && !chain.empty()) {
-            value = o.tree_topology;
-            for (auto it = chain.rbegin(); it != chain.rend(); ++it)
-                value += ":" + *it;
-        }
-        if (!o.block_topology.empty() && !block.empty())
-            value += (value.empty() ? "" : ",") + o.block_topology + ":" + block;
+    for (size_t i = 0; i < m.nodes.size(); ++i) {
+        const std::string value =
+            slinky_topology_value(m, static_cast<int>(i), o.tree_topology, o.block_topology);
         if (!value.empty())
-            v.annotations[v.slurm_to_k8s[n.name]] = value;
+            v.annotations[v.slurm_to_k8s[m.nodes[i].name]] = value;
     }
 
     // Health and thermal into the signals feed, by Slurm node.

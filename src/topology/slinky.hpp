@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "topology/discover.hpp"  // MergeResult
+#include "topology/model.hpp"
 
 namespace m2g {
 
@@ -77,7 +78,14 @@ struct SlinkyView {
     std::map<std::string, std::string> slurm_to_k8s;  // Slurm node -> Kubernetes node
     std::map<std::string, std::string> annotations;   // Kubernetes node -> topology annotation value
     std::string signals;                 // m2g.signals/v1 document (health, thermal)
+    // The label keys the view was built from: per level (0: NVLink domain,
+    // 1: leaf tier, 2: spine, 3: core), how many Slurm nodes each key gave.
+    std::map<int, std::map<std::string, int>> label_use;
 };
+
+// The level labels of the view's nodes, top down (most used key per level):
+// the levels a Kueue or KAI Topology of this cluster names.
+std::vector<std::string> slinky_level_labels(const SlinkyView& v);
 
 // The view of these nodes and slurmd pods at `now`. A slurmd pod names a
 // Slurm node by its spec.hostname, else its pod name; pods not scheduled
@@ -92,6 +100,11 @@ struct SlinkyView {
 //             state "hot".
 SlinkyView build_slinky_view(const std::vector<K8sNode>& nodes, const std::vector<K8sPod>& slurmd_pods,
                              const SlinkyOptions& o, int64_t now);
+
+// A node's topology annotation value (kw::kK8sAnnotationTopology) for the
+// Slurm tree topology `tree` and block topology `block` ("" leaves that part
+// out): "<tree>:<root>:...:<domain or leaf>,<block>:<domain>".
+std::string slinky_topology_value(const Model& m, int node, const std::string& tree, const std::string& block);
 
 // The m2g options a pod's annotations ask for (kw::kK8sPodAnnotation*:
 // topology, segment, class, defer, recipe, tags), as "--m2g-NAME=VALUE"

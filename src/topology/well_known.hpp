@@ -343,6 +343,11 @@ inline constexpr const char* kK8sLabelOldTopographLeaf = "network.topology.nvidi
 inline constexpr const char* kK8sLabelOldTopographSpine = "network.topology.nvidia.com/spine";
 inline constexpr const char* kK8sLabelOldTopographCore = "network.topology.nvidia.com/core";
 inline constexpr const char* kK8sLabelOldTopographDomain = "network.topology.nvidia.com/accelerator";
+inline constexpr const char* kK8sLabelTopographTierPrefix = "fabric.topograph.run/tier-";  // + N, 0 nearest the node
+inline constexpr const char* kK8sLabelHostname = "kubernetes.io/hostname";
+// m2g's own node label: the m2g.conf cluster (ClusterName, else "m2g") a node
+// belongs to; the Kueue ResourceFlavor of `m2g topology export` selects by it.
+inline constexpr const char* kK8sLabelM2gCluster = "m2g.slurm.net/cluster";
 // slurmd pods of slurm-operator NodeSets (v1.0+); the Slurm node name is the
 // pod label below (slurm-operator v1.0+), else the pod's spec.hostname.
 inline constexpr const char* kK8sSlurmdSelector = "app.kubernetes.io/name=slurmd";

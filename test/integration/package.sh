@@ -111,8 +111,8 @@ ok "[[ -f $EX/slurm.conf.example && -f $EX/plugstack.conf.example && -f $EX/m2g.
 	"example configuration in $EX"
 ok "grep -q '^ExecStart=/usr/bin/m2g-exporter ' /lib/systemd/system/m2g-exporter.service" \
 	"m2g-exporter.service runs the installed /usr/bin/m2g-exporter"
-ok "[[ -f /usr/share/m2g/grafana/m2g-dashboard.json && -f /usr/share/m2g/prometheus/m2g-alerts.yml && -f /usr/share/m2g-slinky/deploy/kustomization.yaml ]]" \
-	"Grafana dashboard, Prometheus rules and the Slinky manifests are installed"
+ok "[[ -f /usr/share/m2g/grafana/m2g-dashboard.json && -f /usr/share/m2g/prometheus/m2g-alerts.yml && -f /usr/share/m2g-slinky/deploy/kustomization.yaml && -f /usr/share/m2g-slinky/deploy/topology-writers/volcano.yaml ]]" \
+	"Grafana dashboard, Prometheus rules and the Slinky manifests (with topology-writers/) are installed"
 ok "/usr/bin/m2g topology validate $EX/m2g.conf.example" "the installed m2g validates the shipped example m2g.conf"
 
 # --- a testbed that loads the installed plugins -------------------------------------------

@@ -71,6 +71,11 @@ train = {"m2g.slurm.net/topology": "strict:nvlink", "m2g.slurm.net/class": "trai
          "m2g.slurm.net/tags": "team=llm,run=e2e"}
 for i in range(18):
     pods.append(bridge("train-%d" % i, dict(train)))
+# A JobSet of 27 that asks for NVLink groups of 9: no clique holds 27 nodes,
+# so strict:nvlink alone could never start it; with the segment it runs as
+# three groups of 9, each inside one clique.
+for i in range(27):
+    pods.append(bridge("seg-%d" % i, {"m2g.slurm.net/topology": "strict:nvlink", "m2g.slurm.net/segment": "9"}))
 pods.append(bridge("bad-0", {"m2g.slurm.net/class": "bogus"}))
 pods.append(bridge("plain-0", {}))
 pods.append(bridge("other-0", {"m2g.slurm.net/class": "batch"}, scheduler="default-scheduler"))
@@ -155,6 +160,105 @@ rc=0
 "$ADAPTER" --kubeconfig "$T/kubeconfig" --once >/dev/null 2>"$T/again.err" || rc=$?
 is "$rc:$(grep -c '"method": "PATCH", "path": "/api/v1/nodes/' "$T/scenario.jsonl")" "0:144" \
 	"a second pass changes nothing that is already right"
+
+# ---- --write-topology: the same topology for Slurm's topology.yaml, Kueue, KAI, Volcano ----
+# A second server with the three CRDs, a HyperNode left from an earlier
+# topology (ours: to be removed), one of someone else's (kept), and a KAI
+# Topology that exists with other levels, whose update the API refuses as
+# KAI's CEL rule does.
+"$PY" - "$T/scenario.json" "$T/writers.json" <<'PYEOF'
+import json, sys
+sc = json.load(open(sys.argv[1]))
+sc["resources"] = {
+    "topologies.kueue.x-k8s.io": {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "Topology", "namespaced": False},
+    "resourceflavors": {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "ResourceFlavor", "namespaced": False},
+    "topologies.kai.scheduler": {"group": "kai.scheduler", "version": "v1alpha1", "kind": "Topology", "namespaced": False},
+    "hypernodes": {"group": "topology.volcano.sh", "version": "v1alpha1", "kind": "HyperNode", "namespaced": False},
+}
+hn = lambda name, labels: {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+                           "metadata": {"name": name, "labels": labels},
+                           "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {"name": "k8s-01-01"}}}]}}
+sc["objects"]["hypernodes"] = [hn("old-leaf", {"app.kubernetes.io/managed-by": "m2g-slinky"}), hn("site-rack", {})]
+sc["objects"]["topologies.kai.scheduler"] = [{"apiVersion": "kai.scheduler/v1alpha1", "kind": "Topology",
+    "metadata": {"name": "e2e"}, "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}}]
+sc["force"] = [{"method": "PATCH", "path": "/apis/kai.scheduler/v1alpha1/topologies/e2e", "status": 422,
+                "reason": "Invalid", "message": "Topology.kai.scheduler \"e2e\" is invalid: spec.levels: Invalid value: "
+                "\"array\": nodeLabel structure is immutable; only aliases may be edited"}]
+json.dump(sc, open(sys.argv[2], "w"))
+PYEOF
+start_api writers >"$T/port"
+wport=$(cat "$T/port")
+sed "s/127.0.0.1:$port/127.0.0.1:$wport/" "$T/kubeconfig" >"$T/kubeconfig-w"
+mkdir -p "$T/wt"
+rc=0
+"$ADAPTER" --kubeconfig "$T/kubeconfig-w" --once --cluster-name e2e --write-topology=slurm-yaml,kueue,kai,volcano \
+	--out-dir "$T/wt" >/dev/null 2>"$T/writers.err" || rc=$?
+is "$rc" 0 "m2g-slinky --once --write-topology=slurm-yaml,kueue,kai,volcano exits 0 (one update refused)"
+[[ $rc == 0 ]] || diag "$(tail -5 "$T/writers.err")"
+wapi() { curl -sS --cacert "$T/ca.crt" -H 'Authorization: Bearer m2g-e2e-token' "https://127.0.0.1:$wport$1"; }
+wapi /api/v1/namespaces/slurm/configmaps/m2g-config |
+	"$PY" -c 'import json,sys; print(json.load(sys.stdin)["data"].get("topology.yaml", ""), end="")' >"$T/wt/cm-topology.yaml"
+# valid FORMAT FILE: test/tools/validate-topology-export.py's verdict; its
+# report only as diagnostics (its "ok: N objects" is not a TAP line).
+valid() {
+	local st=0
+	"$PY" "$SRC/test/tools/validate-topology-export.py" "$SRC/test/schemas" "$1" "$2" >"$T/valid.out" 2>&1 || st=$?
+	((st == 0)) || diag "$(cat "$T/valid.out")"
+	return $st
+}
+check "ConfigMap m2g-config has topology.yaml, valid for Slurm's topology.yaml" \
+	valid slurm-yaml "$T/wt/cm-topology.yaml"
+ok "grep -q 'nodes: \"r01n\[10-18\],r02n\[01-09\]\"' $T/wt/cm-topology.yaml" \
+	"its blocks are the GPU cliques the labels describe"
+wapi /api/v1/nodes/k8s-01-12 >"$T/node-w.json"
+is "$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1]))["metadata"]; print(d["annotations"]["topology.slinky.slurm.net/spec"], d["labels"].get("m2g.slurm.net/cluster"))' "$T/node-w.json")" \
+	"e2e-tree:spine01:leaf01:nvl02,e2e-block:nvl02 e2e" \
+	"the node annotation names topology.yaml's topologies; the node carries m2g.slurm.net/cluster for Kueue"
+# Every object as the API server holds it now, checked against its reader's schema.
+{
+	wapi /apis/kueue.x-k8s.io/v1beta2/topologies/e2e
+	echo; echo ---; wapi /apis/kueue.x-k8s.io/v1beta2/resourceflavors/e2e
+} | "$PY" -c '
+import json, sys, yaml
+docs = [json.loads(d) for d in sys.stdin.read().split("\n---\n") if d.strip()]
+for d in docs:
+    md = d["metadata"]; d["metadata"] = {"name": md["name"]}  # what m2g wrote, not the server-set fields
+yaml.safe_dump_all(docs, sys.stdout)' >"$T/wt/kueue-live.yaml"
+check "the Kueue Topology and ResourceFlavor the API server holds pass Kueue's schema and rules" \
+	valid kueue "$T/wt/kueue-live.yaml"
+is "$("$PY" -c 'import yaml,sys; print(" ".join(l["nodeLabel"] for l in next(yaml.safe_load_all(open(sys.argv[1])))["spec"]["levels"]))' "$T/wt/kueue-live.yaml")" \
+	"fabric.topograph.run/tier-1 fabric.topograph.run/tier-0 nvidia.com/gpu.clique kubernetes.io/hostname" \
+	"Kueue's levels are the labels the nodes carry (GPU clique, topograph tiers), top down"
+wapi "/apis/topology.volcano.sh/v1alpha1/hypernodes" |
+	"$PY" -c '
+import json, sys, yaml
+items = json.load(sys.stdin)["items"]
+out = []
+for d in items:
+    if d["metadata"].get("labels", {}).get("app.kubernetes.io/managed-by") != "m2g-slinky":
+        continue
+    out.append({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+                "metadata": {"name": d["metadata"]["name"]}, "spec": d["spec"]})
+yaml.safe_dump_all(out, sys.stdout)' >"$T/wt/volcano-live.yaml"
+check "the HyperNodes the API server holds pass Volcano's schema and rules" \
+	valid volcano "$T/wt/volcano-live.yaml"
+is "$(wapi /apis/topology.volcano.sh/v1alpha1/hypernodes/nvl02 |
+	"$PY" -c 'import json,sys; m=json.load(sys.stdin)["spec"]["members"]; print(len(m), m[0]["selector"]["exactMatch"]["name"], m[-1]["selector"]["exactMatch"]["name"])')" \
+	"18 k8s-01-10 k8s-02-09" "HyperNode nvl02 holds the Kubernetes nodes of its clique (not Slurm node names)"
+is "$(wapi /apis/topology.volcano.sh/v1alpha1/hypernodes | "$PY" -c 'import json,sys; print(" ".join(sorted(i["metadata"]["name"] for i in json.load(sys.stdin)["items"] if not i["metadata"]["name"].startswith("nvl"))))')" \
+	"leaf01 leaf02 site-rack spine01" "its stale HyperNode old-leaf is deleted; someone else's site-rack is kept"
+ok "grep -q 'update Topology e2e: .*nodeLabel structure is immutable' $T/writers.err" \
+	"KAI's refusal to change a Topology's levels is logged with the API's reason"
+for f in kueue kai volcano; do
+	check "the --out-dir copy of --write-topology=$f passes its schema" \
+		valid "$f" "$T/wt/topology.$f.yaml"
+done
+before=$(grep -cE '"method": "(POST|PATCH|DELETE)", "path": "/apis/' "$T/writers.jsonl" || true)
+rc=0
+"$ADAPTER" --kubeconfig "$T/kubeconfig-w" --once --cluster-name e2e --write-topology=slurm-yaml,kueue,kai,volcano \
+	>/dev/null 2>"$T/writers2.err" || rc=$?
+after=$(grep -cE '"method": "(POST|PATCH|DELETE)", "path": "/apis/' "$T/writers.jsonl" || true)
+is "$rc:$((after - before))" "0:1" "a second pass writes nothing that is already right (only the refused KAI update is retried)"
 
 # ---- slurm-bridge pods' intents -------------------------------------------------------
 "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["data"]["bridge-intents.json"], end="")' "$T/sig.json" \
@@ -293,7 +397,30 @@ else
 	ok 1 "the slurm-bridge train job runs"
 	diag "$(cat "$T/submit.err")" "$(scontrol show job "$tid" 2>&1 | head -20)"
 fi
-[[ -n $tid ]] && scancel "$tid" 2>/dev/null || true
+
+# The segment annotation: 27 nodes in NVLink groups of 9, with the train job
+# still holding one clique.
+seg_pods=$("$PY" -c 'import json; print(json.dumps({"pods": ["ml/seg-%d" % i for i in range(27)]}, separators=(",", ":")))')
+sid=$("$SUBMIT" -c "$seg_pods" -N27 -g gpu:4 -x -J bridge-seg "$T/job.sh" 2>"$T/seg.err") || true
+if [[ -n $sid ]] && wait_job_state "$sid" RUNNING 90; then
+	snodes=$(job_nodelist "$sid")
+	# Nodes of the job per clique (the adapter's NVLink domains).
+	per=$(grep -E '^DomainName=' "$T/m2g.conf" | while read -r d n _; do
+		c=$(comm -12 <(scontrol show hostnames "${n#Nodes=}" | sort) <(scontrol show hostnames "$snodes" | sort) | wc -l)
+		((c > 0)) && echo "${d#DomainName=}=$c"
+	done | paste -sd' ' || true)
+	diag "27-node segment job $sid: $snodes ($per)"
+	bad=$(tr ' ' '\n' <<<"$per" | grep -cvE '^[^=]+=(9|18)$' || true)
+	ok "[[ -n '$per' && $bad == 0 ]]" \
+		"m2g.slurm.net/segment=9: the 27 nodes are whole groups of 9, each inside one clique ($per)"
+	ok "grep -q 'slurm-bridge job for pod ml/seg-0 (+26): M2G_SEGMENT=9 M2G_TOPOLOGY=strict:nvlink' $LOG" \
+		"the segment and topology annotations reach the job as its m2g intent"
+else
+	ok 1 "the 27-node slurm-bridge job with m2g.slurm.net/segment=9 runs"
+	diag "$(cat "$T/seg.err")" "$(scontrol show job "$sid" 2>&1 | head -20)"
+	skip "the segment and topology annotations reach the job" "the job did not run"
+fi
+for j in $tid $sid; do scancel "$j" 2>/dev/null || true; done
 
 rc=0
 "$SUBMIT" -c '{"pods":["ml/bad-0"]}' -J bridge-bad "$T/job.sh" >/dev/null 2>"$T/bad.err" || rc=$?

@@ -252,6 +252,37 @@ if [[ -x $ADAPTER ]]; then
 	is "$missing" "" "every flag in deployment.yaml is one m2g-slinky --help lists"
 fi
 
+# ---- topology-writers/: the extra rights of --write-topology, one file per kind ----
+"$PY" - "$DEPLOY/topology-writers" >"$T/writers" 2>&1 <<'EOF' || true
+import os, sys, yaml
+d = sys.argv[1]
+want = {
+    "kueue.yaml": [(["kueue.x-k8s.io"], ["resourceflavors", "topologies"], ["create", "get", "patch"])],
+    "kai.yaml": [(["kai.scheduler"], ["topologies"], ["create", "get", "patch"])],
+    "volcano.yaml": [(["topology.volcano.sh"], ["hypernodes"], ["create", "delete", "get", "list", "patch"])],
+}
+print("files\t%s" % " ".join(sorted(f for f in os.listdir(d) if f.endswith(".yaml"))))
+for f, rules in sorted(want.items()):
+    docs = {x["kind"]: x for x in yaml.safe_load_all(open(os.path.join(d, f)))}
+    cr, crb = docs.get("ClusterRole", {}), docs.get("ClusterRoleBinding", {})
+    got = [(sorted(r.get("apiGroups", [])), sorted(r.get("resources", [])), sorted(r.get("verbs", [])))
+           for r in cr.get("rules", [])]
+    good = got == [(sorted(a), sorted(b), sorted(c)) for a, b, c in rules] and \
+        not any(r.get("resourceNames") or r.get("nonResourceURLs") for r in cr.get("rules", []))
+    print("%s\t%d\t%s" % (f, 0 if good else 1, got))
+    bound = crb.get("roleRef", {}).get("name") == cr.get("metadata", {}).get("name") and \
+        crb.get("subjects") == [{"kind": "ServiceAccount", "name": "m2g-slinky", "namespace": "slurm"}]
+    print("%s-binding\t%d\t%s" % (f, 0 if bound else 1, crb.get("subjects")))
+EOF
+is "$(sed -n 's/^files\t//p' "$T/writers")" "kai.yaml kueue.yaml volcano.yaml" \
+	"topology-writers/ has one file per object kind m2g-slinky --write-topology creates"
+for f in kueue kai volcano; do
+	line=$(grep "^$f.yaml"$'\t' "$T/writers" || echo "$f.yaml	1	missing")
+	ok "$(cut -f2 <<<"$line")" "topology-writers/$f.yaml: only the verbs --write-topology=$f needs ($(cut -f3 <<<"$line"))"
+	line=$(grep "^$f.yaml-binding"$'\t' "$T/writers" || echo "x	1	missing")
+	ok "$(cut -f2 <<<"$line")" "topology-writers/$f.yaml binds them to the m2g-slinky ServiceAccount only"
+done
+
 if [[ -s $T/overlay.yaml ]]; then
 	diag "the same checks on an overlay that sets namespace: m2g-test"
 	run_checks m2g-test "$T/overlay.yaml"

@@ -2,7 +2,8 @@
 # topology/m2g loaded into a real slurmctld on the 8-rack NVL72 testbed:
 # Slurm's switch records match m2g.conf, multi-node GPU jobs land on whole
 # NVLink domains, reconfigure keeps the last good m2g.conf, and a broken one
-# at start stops slurmctld with file:line in its log.
+# at start stops slurmctld with file:line in its log. On 25.05 and later, a
+# slurmctld reads the slurm-yaml export as its topology.yaml.
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -144,5 +145,57 @@ env -u M2G_CONF timeout 60 "$(tb_slurm_sbin)/slurmctld" -D -i -f "$T/ctld/slurm.
 ok "[[ $rc != 0 && $rc != 124 ]]" "slurmctld with a broken m2g.conf exits at start (status $rc)"
 ok "grep -q 'fatal: m2g: topology: $T/ctld/m2g.conf:5: node r01n01 is in DomainName=nvl02 and already in DomainName=nvl01 ($T/ctld/m2g.conf:4); a node belongs to one NVLink domain' '$T/ctld/slurmctld.log'" \
 	"its log has the file:line reason"
+
+# --- Slurm's own parser reads `m2g topology export --format=slurm-yaml` -----
+# (topology.yaml: Slurm 25.05 and later.) A third slurmctld, as above, whose
+# directory holds the exported topology.yaml and a partition that picks the
+# block topology; Slurm reads topology.yaml instead of TopologyPlugin=.
+if [[ $(tb_slurm_release) == 22.05 ]]; then
+	skip "slurmctld loads the slurm-yaml export" "topology.yaml needs Slurm 25.05 or later"
+	skip "scontrol show topoconf lists both topologies" "Slurm 22.05"
+	skip "the tree topology's switches are m2g.conf's" "Slurm 22.05"
+	skip "the block topology has the eight NVLink domains" "Slurm 22.05"
+	skip "a partition with Topology=<name>-block" "Slurm 22.05"
+else
+	Y=$T/yaml
+	mkdir -p "$Y/state"
+	grep -vE '^(SlurmctldPort|StateSaveLocation|SlurmctldPidFile|SlurmctldLogFile|AccountingStorage|JobComp|TopologyPlugin)' \
+		"$TB_DIR/etc/slurm.conf" >"$Y/slurm.conf"
+	cat >>"$Y/slurm.conf" <<EOT
+SlurmctldPort=$((TB_BASE + 98))
+StateSaveLocation=$Y/state
+SlurmctldPidFile=$Y/slurmctld.pid
+SlurmctldLogFile=$Y/slurmctld.log
+PartitionName=blocks Nodes=ALL Topology=nvl72x8-block
+EOT
+	cp "$TB_DIR/etc/gres.conf" "$T/good.conf" "$Y/"
+	mv "$Y/good.conf" "$Y/m2g.conf"
+	"$M2G" topology export --format=slurm-yaml --name nvl72x8 -o "$Y/topology.yaml" "$Y/m2g.conf"
+	env -u M2G_CONF SLURM_CONF="$Y/slurm.conf" setsid "$(tb_slurm_sbin)/slurmctld" -i -f "$Y/slurm.conf" \
+		</dev/null >"$Y/stderr" 2>&1
+	up=1
+	for _ in $(seq 1 60); do
+		SLURM_CONF=$Y/slurm.conf scontrol ping 2>/dev/null | grep -q 'is UP' && { up=0; break; }
+		sleep 0.5
+	done
+	[[ -s $Y/slurmctld.pid ]] && TB_CLEANUP_PIDS+=("$(cat "$Y/slurmctld.pid")")
+	ok "$up" "slurmctld starts with the slurm-yaml export as its topology.yaml"
+	((up == 0)) || diag "slurmctld.log: $(tail -5 "$Y/slurmctld.log" 2>/dev/null | tr "\n" "|")"
+	SLURM_CONF=$Y/slurm.conf scontrol show topoconf >"$Y/topoconf" 2>&1 || true
+	SLURM_CONF=$Y/slurm.conf scontrol show topology nvl72x8-tree >"$Y/topo" 2>&1 || true
+	SLURM_CONF=$Y/slurm.conf scontrol show topology nvl72x8-block >"$Y/blocks" 2>&1 || true
+	diag "scontrol show topology nvl72x8-block (first lines): $(head -2 "$Y/blocks" | tr '\n' '|')"
+	ok "grep -q '^- topology: nvl72x8-tree' '$Y/topoconf' && grep -q '^- topology: nvl72x8-block' '$Y/topoconf'" \
+		"scontrol show topoconf lists both exported topologies"
+	ok "grep -E 'SwitchName=spine01 .*Switches=leaf\[01-02\]' '$Y/topo' && grep -Eq 'SwitchName=nvl03 .*Nodes=r03n\[01-18\]' '$Y/topo'" \
+		"the tree topology's switches are m2g.conf's (spine01 over leaf01-02, nvl03 holds r03n01-18)"
+	ok "[[ \$(grep -c '^BlockName=nvl0[1-8] .*BlockSize=18' '$Y/blocks') == 8 ]]" \
+		"the block topology has the eight NVLink domains as blocks of 18"
+	ok "SLURM_CONF=$Y/slurm.conf scontrol show partition blocks | grep -q 'Topology=nvl72x8-block'" \
+		"a partition with Topology=nvl72x8-block is accepted"
+	if [[ -s $Y/slurmctld.pid ]]; then
+		kill "$(cat "$Y/slurmctld.pid")" 2>/dev/null || true
+	fi
+fi
 
 done_testing

@@ -44,6 +44,8 @@ Scenario file (JSON object; every key optional):
                                 limit (a real server may return fewer than limit)
     "resources": {"nodesets": {"group": "slinky.slurm.net", "version": "v1alpha1",
                                "kind": "NodeSet", "namespaced": true}}
+                                a key "PLURAL.GROUP" (e.g. "topologies.kueue.x-k8s.io") when
+                                two groups share a plural; "objects" then uses that key
     "objects": {"nodes": [obj, ...], "pods": [...], "configmaps": [...]}
                                 initial objects. metadata.name is required, namespace for
                                 namespaced ones; uid, resourceVersion, creationTimestamp
@@ -413,9 +415,12 @@ class State:
         self.max_page = scenario.get("max_page")
         self.resources = dict(BUILTIN_RESOURCES)
         for res, spec in scenario.get("resources", {}).items():
-            self.resources[(spec.get("group", ""), res)] = {
+            # "topologies.kueue.x-k8s.io": the plural is the part before the
+            # first dot; the whole key names the resource in "objects" (two
+            # groups may both have "topologies").
+            self.resources[(spec.get("group", ""), res.split(".")[0])] = {
                 "group": spec.get("group", ""), "version": spec.get("version", "v1"),
-                "kind": spec["kind"], "namespaced": bool(spec.get("namespaced", True))}
+                "kind": spec["kind"], "namespaced": bool(spec.get("namespaced", True)), "key": res}
         self.store = {}  # (resource, namespace or "", name) -> object with kind/apiVersion
         self.watch_rounds = {p: list(r) for p, r in scenario.get("watches", {}).items()}
         self.watch_calls = {}
@@ -433,7 +438,7 @@ class State:
 
     def spec_by_name(self, res):
         for (group, r), spec in self.resources.items():
-            if r == res:
+            if spec.get("key", r) == res:
                 return spec
         raise SystemExit("scenario: unknown resource %r" % res)
 
@@ -595,7 +600,7 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "the server could not find the requested resource", "NotFound")
         if ns is not None and not spec["namespaced"]:
             raise ApiError(404, "the server could not find the requested resource", "NotFound")
-        return res, spec, ns, name, sub
+        return spec.get("key", res), spec, ns, name, sub
 
     def verb(self, name):
         m = self.command

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "fixture_files.hpp"
 #include "topology/config.hpp"
 #include "topology/error.hpp"
 #include "topology/export.hpp"
@@ -17,17 +18,8 @@ using namespace m2g;
 
 namespace {
 
-std::string fixture(const std::string& name)
-{
-    return read_text_file(std::string(M2G_FIXTURES) + "/" + name);
-}
-
-// ../shared/data, as the build's test environment points at it.
-std::string data_file(const std::string& name)
-{
-    const char* dir = std::getenv("M2G_DATA");
-    return std::string(dir ? dir : M2G_FIXTURES "/../../../shared/data") + "/" + name;
-}
+using m2g::test::data_file;
+using m2g::test::fixture;
 
 // Every switch's parent and the leaf of every node, by name.
 struct Shape {
