@@ -489,13 +489,17 @@ class Controller {
                 f.power_budget_kw = 0;
             plan = m2g::plan_curtailment(open, m2g::SignalsView{}, jobs, state_.plan, now);
         } else {
-            for (int pass = 0; pass < 2; ++pass) {
+            // Each pass that meets a cap it cannot apply marks that job and
+            // plans again, so there are at most as many passes as jobs.
+            for (size_t pass = 0; pass <= jobs.size(); ++pass) {
                 m2g::CurtailState trial = state_.plan;
                 plan = m2g::plan_curtailment(m, v, jobs, trial, now);
-                // Caps that cannot be applied: mark the jobs and plan again at
-                // once, so that suspension covers them in this same pass.
+                // A cap that cannot be applied: mark the job and plan again at
+                // once, so that suspension covers it in this same tick. The
+                // rest of this plan counted on that cap; what it would
+                // suspend is chosen again, with the job that could not be
+                // capped first in line.
                 bool failed = false;
-                std::vector<m2g::CurtailAction> applied;
                 for (const m2g::CurtailAction& a : plan.actions) {
                     m2g::CurtailJob* cj = nullptr;
                     for (m2g::CurtailJob& j : jobs)
@@ -518,6 +522,7 @@ class Controller {
                             cap_failed_[a.job] = now + 60;
                             cj->cap_unavailable = true;
                             failed = true;
+                            break;
                         }
                         continue;
                     }
