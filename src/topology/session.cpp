@@ -128,6 +128,9 @@ bool PlacementSession::load(const std::string& conf_path, int64_t now)
         auto m = std::make_unique<Model>(build_model(parse_m2g_conf(text, conf_path)));
         conf_text_ = std::move(text);
         replace_model(std::move(m));
+        // Like the signals feed below: a new model never places a job
+        // before it has read its HealthFile.
+        refresh_health(now);
         const AdmissionPolicy& ap = model_->admission;
         stats_writer_.start(ap.stats_dir);
         if (!ap.signals_file.empty()) {
@@ -156,7 +159,11 @@ void PlacementSession::replace_model(std::unique_ptr<Model> m)
     signals_ = nullptr;
     engine_ = std::make_unique<Engine>(*m);
     model_ = std::move(m);
+    // The old model's health is indexed by its nodes: it goes too, and
+    // the new HealthFile (if any) is read at once.
+    health_ = ClusterState{};
     health_mtime_ = 0;
+    health_checked_ = 0;
     merged_for_ = nullptr;
     merged_health_mtime_ = -1;
     started_.clear();

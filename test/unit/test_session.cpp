@@ -70,7 +70,7 @@ class Session : public testing::Test {
     ~Session() override
     {
         session_.shutdown();
-        for (const char* f : {"/m2g.conf", "/signals.json"})
+        for (const char* f : {"/m2g.conf", "/signals.json", "/health1.json", "/health2.json"})
             std::remove((dir_ + f).c_str());
         rmdir(dir_.c_str());
     }
@@ -533,6 +533,25 @@ TEST_F(Session, LoadKeepsThePreviousModelOnError)
     EXPECT_EQ(session_.model_nodes(), 8u);
     EXPECT_NE(logs_.back().second.find("; keeping the previous m2g.conf in force"), std::string::npos)
         << logs_.back().second;
+}
+
+// A reloaded m2g.conf (scontrol reconfigure) reads its HealthFile at
+// once, not at the next 5-second check, and the old model's health goes.
+TEST_F(Session, AReloadReadsItsHealthFileAtOnce)
+{
+    write("health1.json", R"({"degraded": "n1"})");
+    write("health2.json", R"({"degraded": "n3"})");
+    load("HealthFile=" + dir_ + "/health1.json\n");
+    Outcome o = decide(job("strict:nvlink", 2), SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed) << joined_logs();
+    EXPECT_EQ(o.nodes, (std::vector<int>{2, 3}));  // d1 holds the degraded n1
+    load("HealthFile=" + dir_ + "/health2.json\n");  // the same second
+    o = decide(job("strict:nvlink", 2), SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed) << joined_logs();
+    EXPECT_EQ(o.nodes, (std::vector<int>{0, 1}));  // n3 degraded now, n1 no longer
+    load();  // no HealthFile: nothing is degraded
+    o = decide(job("strict:nvlink", 2), SelectMode::RunNow);
+    EXPECT_EQ(o.nodes, (std::vector<int>{0, 1}));
 }
 
 TEST(JobNodeCount, FollowsSlurmsRequest)

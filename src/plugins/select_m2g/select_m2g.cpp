@@ -223,8 +223,14 @@ std::string conf_path()
 void load_model()
 {
     try {
-        if (g_session->load(conf_path(), time(nullptr)))
+        static bool loaded_before = false;
+        if (g_session->load(conf_path(), time(nullptr))) {
             g.node_count = -1;
+            // At info, as job_submit/m2g does: an admin (and the tests)
+            // can see in the log when a changed m2g.conf took effect.
+            info("%sm2g.conf %s: %zu nodes", kLog, loaded_before ? "reloaded" : "loaded", g_session->model_nodes());
+            loaded_before = true;
+        }
     } catch (const std::exception& e) {
         error("%s%s", kLog, e.what());
     }
