@@ -26,7 +26,7 @@ tb_up --racks 4 --conf-extra "$T/admission.conf"
 FEED=$TB_DIR/run/signals.json
 STATUS=$TB_DIR/run/signals-status.json
 LOG=$TB_DIR/log/slurmctld.log
-CTLD_PID=$(cat "$TB_DIR/pids/slurmctld.pid")
+CTLD_PID=$(tb_ctld_pid)
 
 # write_feed: the feed from $EVENTS, $RACKS, $MAINT (JSON) and $GEN (epoch
 # seconds, default now), replaced atomically as an agent would.

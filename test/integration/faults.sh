@@ -46,7 +46,7 @@ FEED=$TB_DIR/run/signals.json
 STATUS=$TB_DIR/run/signals-status.json
 LOG=$TB_DIR/log/slurmctld.log
 CONF=$TB_DIR/etc/m2g.conf
-CTLD_PID=$(cat "$TB_DIR/pids/slurmctld.pid")
+CTLD_PID=$(tb_ctld_pid)
 JOBS=()
 
 # ---------------------------------------------------------------- helpers --

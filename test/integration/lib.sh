@@ -26,8 +26,12 @@
 #
 #   tb_slurm_release / tb_slurm_reexecs / tb_slurm_sbin   the Slurm release
 #                                under test (M2G_SLURM) and what differs
+#   tb_ctld_pid / tb_pidfile FILE   the PID in slurmctld's (or FILE's) pid
+#                                file: its first line (see tb_pidfile)
 #   tb_ctld_mark / tb_ctld_unbroken   slurmctld neither crashed nor restarted
 #                                since the mark (reconfigures aside)
+#   tb_reconfigure_m2g [DESC]    scontrol reconfigure after editing m2g.conf,
+#                                and a test that select/m2g reloaded it
 #
 # After tb_up: TB_DIR, TB_BASE, and SLURM_CONF/M2G_CONF exported (and, for an
 # upstream release, PATH with its clients first).
@@ -280,16 +284,22 @@ tb_slurm_sbin() {
 # since. On 22.05 that is the same PID. From 23.11 on every `scontrol
 # reconfigure` replaces the process, so: the PID in the pid file is alive,
 # answers, and every slurmctld start logged since the mark was a reconfigure.
+# tb_pidfile FILE: the PID a daemon's pid file names. Its first line only:
+# from 23.11 on, the slurmctld a reconfigure starts rewrites the file in
+# place without truncating it, so a PID with fewer digits than the old one
+# (PIDs wrap at pid_max) leaves the old one's tail on a second line.
+tb_pidfile() { local pid=""; read -r pid <"$1" || [[ -n $pid ]] || return 1; echo "$pid"; }
+tb_ctld_pid() { tb_pidfile "$TB_DIR/pids/slurmctld.pid"; }
 _CTLD_MARK_PID="" _CTLD_MARK_STARTS=0 _CTLD_MARK_RECONF=0
 _ctld_count() { grep -c "$1" "$TB_DIR/log/slurmctld.log" 2>/dev/null || true; }
 tb_ctld_mark() {
-	_CTLD_MARK_PID=$(cat "$TB_DIR/pids/slurmctld.pid")
+	_CTLD_MARK_PID=$(tb_ctld_pid)
 	_CTLD_MARK_STARTS=$(_ctld_count 'slurmctld version .* started')
 	_CTLD_MARK_RECONF=$(_ctld_count 'Attempting to reconfigure')
 }
 tb_ctld_unbroken() {
 	local pid
-	pid=$(cat "$TB_DIR/pids/slurmctld.pid" 2>/dev/null) && kill -0 "$pid" 2>/dev/null || return 1
+	pid=$(tb_ctld_pid 2>/dev/null) && kill -0 "$pid" 2>/dev/null || return 1
 	if ! tb_slurm_reexecs; then
 		[[ $pid == "$_CTLD_MARK_PID" ]]
 		return
@@ -297,6 +307,23 @@ tb_ctld_unbroken() {
 	scontrol ping 2>/dev/null | grep -q 'is UP' || return 1
 	(( $(_ctld_count 'slurmctld version .* started') - _CTLD_MARK_STARTS ==
 	   $(_ctld_count 'Attempting to reconfigure') - _CTLD_MARK_RECONF ))
+}
+
+# tb_reconfigure_m2g [DESC]: `scontrol reconfigure` after a change to
+# m2g.conf, then a test that select/m2g has the change in force: its
+# "m2g.conf reloaded" log line (from 23.11 on the reconfigure starts a new
+# slurmctld, which says "loaded").
+_M2G_LOADED='m2g: select: m2g.conf \(re\)\?loaded'
+tb_reconfigure_m2g() {
+	local before after k
+	before=$(_ctld_count "$_M2G_LOADED")
+	scontrol reconfigure
+	for ((k = 0; k < 60; k++)); do
+		after=$(_ctld_count "$_M2G_LOADED")
+		((after > before)) && break
+		sleep 0.5
+	done
+	ok "(( $after > $before ))" "${1:-select/m2g reloaded m2g.conf at scontrol reconfigure}"
 }
 
 tb_down() {

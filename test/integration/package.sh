@@ -121,7 +121,7 @@ ok "/usr/bin/m2g topology validate $EX/m2g.conf.example" "the installed m2g vali
 # --- a testbed that loads the installed plugins -------------------------------------------
 tb_up --racks 1 --no-dbd --plugin-dir "$M2G_DIR:$STOCK_DIR"
 LOG=$TB_DIR/log/slurmctld.log
-CTLD_PID=$(cat "$TB_DIR/pids/slurmctld.pid")
+CTLD_PID=$(tb_ctld_pid)
 plugindir=$(scontrol show config | sed -n 's/^PluginDir *= *//p' | sed 's/ *$//')
 is "$plugindir" "$M2G_DIR:$STOCK_DIR" "slurmctld runs with PluginDir=<m2g dir>:<Slurm's dir>"
 ok "grep -q 'm2g: select: select/m2g active, wrapping $STOCK_DIR/select_cons_tres.so' '$LOG'" \

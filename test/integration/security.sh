@@ -24,7 +24,7 @@ EOF
 tb_up --racks 1 --conf-extra "$T/security.conf"
 FEED=$TB_DIR/run/signals.json
 LOG=$TB_DIR/log/slurmctld.log
-CTLD_PID=$(cat "$TB_DIR/pids/slurmctld.pid")
+CTLD_PID=$(tb_ctld_pid)
 chmod 755 "$T"
 now=$(date +%s)
 cat >"$FEED.tmp" <<EOF

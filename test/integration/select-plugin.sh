@@ -52,16 +52,23 @@ scancel -n busy
 # The partition's default intent becomes strict (m2g.conf PartitionName=),
 # one node is busy in every rack for a while, and rack 3's frees first.
 echo "PartitionName=gpu DefaultTopology=strict:nvlink" >>"$TB_DIR/etc/m2g.conf"
-scontrol reconfigure
+tb_reconfigure_m2g "select/m2g reloaded m2g.conf (the partition's strict default)"
 holders=()
 for r in 1 2 4 5 6 7 8; do holders+=("$(sbatch --parsable -J hold -N1 -w "r0${r}n01" --exclusive --gres=gpu:4 --wrap 'sleep 600')"); done
 short=$(sbatch --parsable -J hold3 -N1 -w r03n01 --exclusive --gres=gpu:4 -t 1 --wrap 'sleep 45')
 for h in "${holders[@]}" "$short"; do wait_job_state "$h" RUNNING 60; done
 strict=$(rack_job -t 10)  # no --m2g-topology: the partition default applies
-sleep 6
+# Slurm tries it at submission, or (while another job completes) at the
+# next scheduling pass: wait for its first run-now test.
+for _ in $(seq 1 60); do
+	scontrol show job "$strict" | grep -q 'AdminComment=m2g:\[waiting' && break
+	sleep 0.5
+done
 is "$(job_state "$strict")" PENDING "a strict 18-node job (partition default) waits while no rack is whole"
-ok "scontrol show job $strict | grep -q 'AdminComment=m2g:\[waiting policy=strict:nvlink wait=nvlink-domain need=18 reason=waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 17)[];]'" \
+ac=$(scontrol show job "$strict" | sed -n 's/.*AdminComment=\(m2g:.*\)$/\1/p')
+ok "[[ '$ac' == 'm2g:[waiting policy=strict:nvlink wait=nvlink-domain need=18 reason=waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 17)'[\;\]]* ]]" \
 	"its AdminComment says what it waits for"
+diag "AdminComment: $ac"
 # Slurm's backfill plans the waiting job on the nodes select/m2g's will-run
 # answer gave it: one whole rack, the one that frees first by the running
 # jobs' time limits (hold3's -t 1 against the others' 30-minute default),
@@ -86,12 +93,11 @@ scancel -n hold
 # --- (c) a drained node and a degraded node are avoided ------------------------
 printf '{"degraded": "r04n05"}\n' >"$TB_DIR/etc/health.json"
 echo "HealthFile=$TB_DIR/etc/health.json" >>"$TB_DIR/etc/m2g.conf"
-scontrol reconfigure
+tb_reconfigure_m2g "select/m2g reloaded m2g.conf (HealthFile=), reading the health feed at once"
 scontrol update nodename=r05n03 state=drain reason=m2g-test
 fill=()
 for r in 1 2 3 6 7 8; do fill+=("$(sbatch --parsable -J fill -N18 -w "r0${r}n[01-18]" --exclusive --gres=gpu:4 --wrap 'sleep 600')"); done
 for f in "${fill[@]}"; do wait_job_state "$f" RUNNING 60; done
-sleep 6  # the health feed is looked at every 5 s
 h1=$(sbatch --parsable -J h1 -N17 --exclusive --gres=gpu:4 --m2g-topology=strict:leaf --wrap 'sleep 300')
 h2=$(sbatch --parsable -J h2 -N17 --exclusive --gres=gpu:4 --m2g-topology=strict --wrap 'sleep 300')
 wait_job_state "$h1" RUNNING 60
@@ -99,6 +105,7 @@ wait_job_state "$h2" RUNNING 60
 used="$(job_nodes "$h1")
 $(job_nodes "$h2")"
 ok "! grep -qx 'r04n05' <<<'$used'" "the node degraded in the health feed is not used"
+grep -qx 'r04n05' <<<"$used" && diag "h1: $(job_nodelist "$h1"), h2: $(job_nodelist "$h2")"
 ok "! grep -qx 'r05n03' <<<'$used'" "the drained node is not used"
 is "$(where "$(job_nodelist "$h1")" | grep -o 'in 1 NVLink domain')" "in 1 NVLink domain" "each 17-node job stays in one rack"
 ok "scontrol show job $h1 | grep -q 'AdminComment=m2g:\[domains=nvl0[45] leaves=leaf0[12] policy=strict:leaf '" \
@@ -125,7 +132,7 @@ for _ in $(seq 1 90); do
 	sleep 1
 done
 ok "(( \$(stat -c %Y $TB_DIR/state/job_state) > $mark ))" "slurmctld saved its job state after the jobs started"
-pid=$(cat "$TB_DIR/pids/slurmctld.pid")
+pid=$(tb_ctld_pid)
 kill -9 "$pid"
 sleep 1
 env M2G_TESTBED_OWNER="$TB_DIR" SLURM_CONF="$TB_DIR/etc/slurm.conf" setsid "$(tb_slurm_sbin)/slurmctld" -f "$TB_DIR/etc/slurm.conf" \
@@ -155,7 +162,7 @@ sed -i -e 's/^PartitionName=gpu .*/PartitionName=gpu DefaultTopology=prefer:nvli
 if scontrol show node r05n03 | grep -q 'State=[A-Z+]*DRAIN'; then
 	scontrol update nodename=r05n03 state=resume
 fi
-scontrol reconfigure
+tb_reconfigure_m2g "select/m2g reloaded m2g.conf (PreferWaitSec=20, no HealthFile)"
 for _ in $(seq 1 90); do [[ -z $(squeue -h -t RUNNING,COMPLETING -o %i) ]] && break; sleep 1; done
 is "$(squeue -h -t RUNNING,COMPLETING -o %i | wc -l)" 0 "(g) starts on an idle cluster"
 holders=()

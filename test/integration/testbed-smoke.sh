@@ -75,7 +75,8 @@ alive() {
 	[[ ${stat%% *} != Z ]] ||
 		(($(find "/proc/$1/task" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l) > 1))
 }
-mapfile -t pids < <(cat "$TB_DIR"/pids/*.pid)
+pids=()
+for f in "$TB_DIR"/pids/*.pid; do pids+=("$(tb_pidfile "$f")"); done
 pids+=("$task_pid" "$stepd_pid")
 tb_down
 left=()

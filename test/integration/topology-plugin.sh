@@ -178,7 +178,7 @@ EOT
 		SLURM_CONF=$Y/slurm.conf scontrol ping 2>/dev/null | grep -q 'is UP' && { up=0; break; }
 		sleep 0.5
 	done
-	[[ -s $Y/slurmctld.pid ]] && TB_CLEANUP_PIDS+=("$(cat "$Y/slurmctld.pid")")
+	[[ -s $Y/slurmctld.pid ]] && TB_CLEANUP_PIDS+=("$(tb_pidfile "$Y/slurmctld.pid")")
 	ok "$up" "slurmctld starts with the slurm-yaml export as its topology.yaml"
 	((up == 0)) || diag "slurmctld.log: $(tail -5 "$Y/slurmctld.log" 2>/dev/null | tr "\n" "|")"
 	SLURM_CONF=$Y/slurm.conf scontrol show topoconf >"$Y/topoconf" 2>&1 || true
@@ -194,7 +194,7 @@ EOT
 	ok "SLURM_CONF=$Y/slurm.conf scontrol show partition blocks | grep -q 'Topology=nvl72x8-block'" \
 		"a partition with Topology=nvl72x8-block is accepted"
 	if [[ -s $Y/slurmctld.pid ]]; then
-		kill "$(cat "$Y/slurmctld.pid")" 2>/dev/null || true
+		kill "$(tb_pidfile "$Y/slurmctld.pid")" 2>/dev/null || true
 	fi
 fi
 
