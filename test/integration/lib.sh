@@ -199,6 +199,34 @@ _tb_sanitizer_reports() {
 	return 1
 }
 
+# _tb_state_diag: when a suite stops early, what the cluster was doing (the
+# jobs, slurmctld's last errors), as diag lines a CI log keeps.
+_tb_state_diag() {
+	((_TB_RUNNING)) || return 0
+	squeue -a -h -o '%i %j %T %r %N' 2>/dev/null | head -n 12 | sed 's/^/# squeue: /'
+	grep -E 'error|fatal|Killing|NODE_FAIL' "$TB_DIR/log/slurmctld.log" 2>/dev/null | tail -n 6 | sed 's/^/# slurmctld: /'
+}
+
+# _tb_core_dumps: a daemon that dumped core (the daemons run in the
+# testbed's log directory) fails the suite, with its backtrace when gdb is
+# installed. Killing with -9 leaves no core; an abort or a crash does.
+_tb_core_dumps() {
+	[[ -n ${TB_DIR:-} && -d $TB_DIR ]] || return 0
+	local -a cores
+	mapfile -t cores < <(find "$TB_DIR" -maxdepth 3 -type f -name 'core*' 2>/dev/null)
+	((${#cores[@]} > 0)) || return 0
+	local c exe
+	for c in "${cores[@]}"; do
+		exe=$(strings -n 8 "$c" 2>/dev/null | grep -m1 -E '^/[^ ]*/s?bin/(slurm[a-z]*|m2g[a-z-]*)$' || true)
+		diag "core dump $c${exe:+ of $exe}"
+		if [[ -n $exe ]] && command -v gdb >/dev/null; then
+			timeout 60 gdb -batch -ex bt "$exe" "$c" 2>/dev/null | grep -E '^#[0-9]+ ' | head -n 14 | sed 's/^/#   /'
+		fi
+	done
+	diag "${#cores[@]} core dump(s) from the testbed's daemons: failing"
+	return 1
+}
+
 # The EXIT trap: stop the testbed, settle the plan, choose the exit status.
 _tb_on_exit() {
 	local rc=$?
@@ -208,6 +236,7 @@ _tb_on_exit() {
 	for pid in "${TB_CLEANUP_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
 	if ((rc != 0)) && ((_TAP_DONE == 0)); then
 		_tap_result 1 "script exited early with status $rc${_TB_ERR_LINE:+ (line $_TB_ERR_LINE)}"
+		_tb_state_diag
 	fi
 	tb_down
 	local fn
@@ -216,6 +245,7 @@ _tb_on_exit() {
 	[[ -n ${TB_TMP:-} ]] && rm -rf -- "$TB_TMP"
 	# After tb_down: daemons write their reports as they stop.
 	_tb_sanitizer_reports || rc=1
+	_tb_core_dumps || rc=1
 	if [[ -n $_TAP_PLAN ]]; then
 		if ((_TAP_N != _TAP_PLAN)); then
 			diag "planned $_TAP_PLAN tests but ran $_TAP_N"

@@ -74,8 +74,8 @@ diag "AdminComment: $ac"
 # jobs' time limits (hold3's -t 1 against the others' 30-minute default),
 # not the first in rank order (SchedNodeList).
 planned=""
-for _ in $(seq 1 20); do
-	planned=$(scontrol show job "$strict" | grep -o 'SchedNodeList=[^ ]*' | cut -d= -f2)
+for _ in $(seq 1 60); do
+	planned=$(scontrol show job "$strict" | sed -n 's/.*SchedNodeList=\([^ ]*\).*/\1/p') || planned=
 	[[ -n $planned && $planned != "(null)" ]] && break
 	sleep 0.5
 done

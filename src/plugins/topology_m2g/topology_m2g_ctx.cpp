@@ -228,9 +228,15 @@ void destroy_ctx(Ctx* ctx)
     if (ctx->tree.plugin_ctx)
         g_ops.destroy_config(&ctx->tree);
     // The tree code may have added switches to the config (xrealloc'd);
-    // free what it holds now, not what we allocated.
-    for (int i = 0; i < ctx->config.config_cnt; ++i)
-        free_switch_conf(&ctx->config.switch_configs[i]);
+    // free what it holds now, not what we allocated. The entries are one
+    // array: free each entry's strings, then the array (free_switch_conf
+    // would free each entry as if it were its own allocation).
+    for (int i = 0; i < ctx->config.config_cnt; ++i) {
+        slurm_conf_switches_t* c = &ctx->config.switch_configs[i];
+        xfree(c->nodes);
+        xfree(c->switch_name);
+        xfree(c->switches);
+    }
     xfree(ctx->config.switch_configs);
     delete ctx;
 }
