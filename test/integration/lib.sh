@@ -220,7 +220,7 @@ _tb_core_dumps() {
 		exe=$(strings -n 8 "$c" 2>/dev/null | grep -m1 -E '^/[^ ]*/s?bin/(slurm[a-z]*|m2g[a-z-]*)$' || true)
 		diag "core dump $c${exe:+ of $exe}"
 		if [[ -n $exe ]] && command -v gdb >/dev/null; then
-			timeout 60 gdb -batch -ex bt "$exe" "$c" 2>/dev/null | grep -E '^#[0-9]+ ' | head -n 14 | sed 's/^/#   /'
+			timeout 60 gdb -batch -ex bt "$exe" "$c" 2>/dev/null | grep -E '^#[0-9]+ ' | awk '!seen[$0]++' | head -n 14 | sed 's/^/#   /'
 		fi
 	done
 	diag "${#cores[@]} core dump(s) from the testbed's daemons: failing"

@@ -198,4 +198,13 @@ EOT
 	fi
 fi
 
+# --- a slurmd with topology/m2g stops cleanly ---------------------------------
+# slurmd frees the topology's config on the way out (_slurmd_fini); a bad
+# free there aborted every slurmd on 26.05 before it logged its last line.
+pid=$(tb_pidfile "$TB_DIR/pids/slurmd-r08n18.pid")
+kill -TERM "$pid"
+for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+ok "! kill -0 $pid 2>/dev/null && grep -q 'Slurmd shutdown completing' '$TB_DIR/log/slurmd-r08n18.log'" \
+	"a slurmd stopped with SIGTERM finishes its shutdown (topology/m2g's config freed cleanly)"
+
 done_testing
