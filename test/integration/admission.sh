@@ -187,7 +187,7 @@ ok "(( SECONDS - t0 <= 30 ))" "the feed is back: the held job starts within 30 s
 ok ctld_alive "slurmctld survived missing and stale feeds"
 
 # --- pacing during curtailment: at most 4 GPUs start per interval, for every job ----------
-printf 'PaceGpusPerInterval=4\nPaceIntervalSec=3600\n' >>"$TB_DIR/etc/m2g.conf"
+tb_append "$TB_DIR/etc/m2g.conf" PaceGpusPerInterval=4 PaceIntervalSec=3600
 scontrol reconfigure
 # Keep clear of an interval boundary (intervals are aligned to the hour).
 (( $(date +%s) % 3600 > 3540 )) && sleep $((3600 - $(date +%s) % 3600 + 2))

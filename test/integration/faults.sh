@@ -283,7 +283,7 @@ ec_t=$(log_count "m2g: topology: .*m2g.conf:$bad_line: .*keeping the previous m2
 ec_s=$(log_count "m2g: select: .*m2g.conf:$bad_line: .*keeping the previous m2g.conf in force")
 ec_a=$(log_count "m2g: admission: .*m2g.conf:$bad_line: .*keeping the previous m2g.conf in force")
 ec_r=$(log_count "m2g: select: refusing this reconfigure")
-cp "$T/m2g.conf.bad" "$CONF"
+tb_write "$CONF" <"$T/m2g.conf.bad"
 rc=0
 scontrol reconfigure 2>/dev/null || rc=$?
 sleep $((RELEASE + 1))
@@ -318,7 +318,7 @@ ac=$(admin_comment "$a1")
 ok "[[ '$ac' == *admission=* && '$ac' != *'monitor would'* ]]" "2: admission still enforces (the broken file's Admission=monitor is not applied)"
 survived "2 broken m2g.conf"
 # Fixed: the good file plus the two valid changes.
-head -n $((bad_line - 1)) "$T/m2g.conf.bad" >"$CONF"
+head -n $((bad_line - 1)) "$T/m2g.conf.bad" | tb_write "$CONF"
 scontrol reconfigure
 sleep $((RELEASE + 1))
 ok "scontrol show topology | grep -q spine99" "2: fixed and reconfigured: the new switch tree is in force"
@@ -327,7 +327,7 @@ ok "scontrol show topology | grep -q spine99" "2: fixed and reconfigured: the ne
 ok "[[ \$(log_count 'm2g: admission: m2g.conf (re)?loaded: admission monitor') -ge 1 ]]" "2: job_submit/m2g logs the reload"
 gpu_job a2 --hold --m2g-class=inference --wrap true
 ok "[[ '$(admin_comment "$a2")' == *'monitor would'* ]]" "2: the new Admission=monitor applies to new jobs"
-cp "$T/m2g.conf.good" "$CONF"
+tb_write "$CONF" <"$T/m2g.conf.good"
 scontrol reconfigure
 sleep $((RELEASE + 1))
 cancel "$s1" "$a1" "$a2"

@@ -32,6 +32,18 @@
 #                                since the mark (reconfigures aside)
 #   tb_reconfigure_m2g [DESC]    scontrol reconfigure after editing m2g.conf,
 #                                and a test that select/m2g reloaded it
+#   tb_write FILE <TEXT          write FILE whole, atomically (a temporary file
+#                                beside it, then rename): a daemon reading it
+#                                meanwhile sees the old file or the new one,
+#                                never half of it
+#   tb_append FILE LINE...       append lines to FILE, atomically as tb_write
+#   tb_await_server NAME PID LOG SEDEXPR [TIMEOUT]   wait until PID, a server
+#                                the test started in the background, writes to
+#                                LOG the line SEDEXPR (sed -n, with p) prints
+#                                from (its port, say); print that. A server
+#                                that exits first or stays silent fails with
+#                                its name, status and LOG's last lines (on
+#                                stderr: the caller captures stdout)
 #
 # After tb_up: TB_DIR, TB_BASE, and SLURM_CONF/M2G_CONF exported (and, for an
 # upstream release, PATH with its clients first).
@@ -354,6 +366,43 @@ tb_reconfigure_m2g() {
 		sleep 0.5
 	done
 	ok "(( $after > $before ))" "${1:-select/m2g reloaded m2g.conf at scontrol reconfigure}"
+}
+
+# tb_write FILE: standard input becomes FILE, renamed into place.
+tb_write() {
+	local tmp
+	tmp=$(mktemp "$1.tmp.XXXXXX") || return 1
+	cat >"$tmp" && chmod 0644 "$tmp" && mv -f -- "$tmp" "$1"
+}
+# tb_append FILE LINE...: FILE with the lines added, renamed into place.
+tb_append() {
+	local f=$1
+	shift
+	{ cat -- "$f"; printf '%s\n' "$@"; } | tb_write "$f"
+}
+
+tb_await_server() {
+	local name=$1 pid=$2 log=$3 expr=$4 timeout=$((${5:-10} * TB_TIMEOUT_SCALE)) got="" rc=0
+	local deadline=$((SECONDS + timeout))
+	while ((SECONDS <= deadline)); do
+		# The server's redirection may not exist yet: it is made by the
+		# forked child, which a loaded machine runs late.
+		[[ -r $log ]] && got=$(sed -n "$expr" "$log" | head -n 1)
+		[[ -n $got ]] && { echo "$got"; return 0; }
+		if ! kill -0 "$pid" 2>/dev/null; then
+			# It may have written the line just before it exited.
+			got=$(sed -n "$expr" "$log" 2>/dev/null | head -n 1)
+			[[ -n $got ]] && { echo "$got"; return 0; }
+			wait "$pid" 2>/dev/null || rc=$?
+			{ diag "$name (pid $pid) exited with status $rc before it served; last lines of $log:"
+			  tail -n 15 "$log" 2>/dev/null | sed 's/^/#   /'; } >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+	{ diag "$name (pid $pid) is not serving after ${timeout} s; last lines of $log:"
+	  tail -n 15 "$log" 2>/dev/null | sed 's/^/#   /'; } >&2
+	return 1
 }
 
 tb_down() {

@@ -41,17 +41,9 @@ start_agent() {
 		--state-dir "$T/state" --reconcile-sec 1 "$@" 2>"$LOG" &
 	AGENT_PID=$!
 	TB_CLEANUP_PIDS+=("$AGENT_PID")  # lib.sh's EXIT trap stops it, also on failure
-	local port=""
-	for _ in $(seq 1 100); do
-		port=$(sed -n 's|.*serving http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' "$LOG")
-		[[ -n $port ]] && break
-		kill -0 "$AGENT_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	if [[ -z $port ]]; then
-		diag "the agent did not start:" "$(cat "$LOG")"
+	local port
+	port=$(tb_await_server "m2g-nodeagent $_N" "$AGENT_PID" "$LOG" 's|.*serving http://127\.0\.0\.1:\([0-9]*\) .*|\1|p') ||
 		return 1
-	fi
 	URL=http://127.0.0.1:$port
 }
 # stop_agent: SIGTERM by PID; its exit status in $stopped (not in a

@@ -20,7 +20,7 @@ rack_job() {  # a 72-GPU job: 18 nodes x 4 GPUs
 # What a site without m2g runs: the leaf switches know their nodes, nothing
 # knows the NVLink racks.
 tb_up --racks 8 --stock
-cat >"$TB_DIR/etc/topology.conf" <<EOT
+tb_write "$TB_DIR/etc/topology.conf" <<EOT
 SwitchName=leaf01 Nodes=r0[1-4]n[01-18]
 SwitchName=leaf02 Nodes=r0[5-8]n[01-18]
 SwitchName=spine01 Switches=leaf[01-02]
@@ -51,7 +51,7 @@ scancel -n busy
 # --- (b) a strict job waits for a whole domain, (d) backfill goes around it ---
 # The partition's default intent becomes strict (m2g.conf PartitionName=),
 # one node is busy in every rack for a while, and rack 3's frees first.
-echo "PartitionName=gpu DefaultTopology=strict:nvlink" >>"$TB_DIR/etc/m2g.conf"
+tb_append "$TB_DIR/etc/m2g.conf" "PartitionName=gpu DefaultTopology=strict:nvlink"
 tb_reconfigure_m2g "select/m2g reloaded m2g.conf (the partition's strict default)"
 holders=()
 for r in 1 2 4 5 6 7 8; do holders+=("$(sbatch --parsable -J hold -N1 -w "r0${r}n01" --exclusive --gres=gpu:4 --wrap 'sleep 600')"); done
@@ -91,8 +91,8 @@ wait_job_state "$strict" COMPLETED 60
 scancel -n hold
 
 # --- (c) a drained node and a degraded node are avoided ------------------------
-printf '{"degraded": "r04n05"}\n' >"$TB_DIR/etc/health.json"
-echo "HealthFile=$TB_DIR/etc/health.json" >>"$TB_DIR/etc/m2g.conf"
+echo '{"degraded": "r04n05"}' | tb_write "$TB_DIR/etc/health.json"
+tb_append "$TB_DIR/etc/m2g.conf" "HealthFile=$TB_DIR/etc/health.json"
 tb_reconfigure_m2g "select/m2g reloaded m2g.conf (HealthFile=), reading the health feed at once"
 scontrol update nodename=r05n03 state=drain reason=m2g-test
 fill=()
@@ -132,13 +132,12 @@ for _ in $(seq 1 90); do
 	sleep 1
 done
 ok "(( \$(stat -c %Y $TB_DIR/state/job_state) > $mark ))" "slurmctld saved its job state after the jobs started"
-pid=$(tb_ctld_pid)
-kill -9 "$pid"
-sleep 1
-env M2G_TESTBED_OWNER="$TB_DIR" SLURM_CONF="$TB_DIR/etc/slurm.conf" setsid "$(tb_slurm_sbin)/slurmctld" -f "$TB_DIR/etc/slurm.conf" \
-	</dev/null >>"$TB_DIR/log/slurmctld.stderr" 2>&1
-for _ in $(seq 1 60); do scontrol ping 2>/dev/null | grep -q 'is UP' && break; sleep 0.5; done
-ok "scontrol ping | grep -q 'is UP'" "slurmctld is back after SIGKILL"
+"$M2G_TESTBED" stop slurmctld --signal KILL --dir "$TB_DIR" >/dev/null
+# Started as the testbed starts it (in the daemons' mount namespace); it
+# waits until slurmctld answers.
+rc=0
+"$M2G_TESTBED" start slurmctld --dir "$TB_DIR" >/dev/null || rc=$?
+ok "[[ $rc == 0 ]] && scontrol ping | grep -q 'is UP'" "slurmctld is back after SIGKILL"
 is "$(squeue -h -j "$h1,$h2" -o %T | sort -u)" RUNNING "the running jobs survived the crash"
 ok "scontrol show job $h1 | grep -q 'AdminComment=m2g:\[domains=nvl0[45]'" "their m2g annotation survived"
 # Every healthy node is busy now; free one rack's worth for a new job.
@@ -158,9 +157,16 @@ for n in fill h1 h2; do scancel -n "$n"; done  # one name each: a repeated -n ke
 sed -i -e 's/^PartitionName=gpu .*/PartitionName=gpu DefaultTopology=prefer:nvlink PreferWaitSec=20/' \
 	-e '/^HealthFile=/d' "$TB_DIR/etc/m2g.conf"
 # The drain from (c) is in slurmctld's saved node state only if it was saved
-# before the SIGKILL in (f); resume it if it is still there.
+# before the SIGKILL in (f); resume it if it is still there. Slurm refuses
+# to resume a node that has not registered with the new slurmctld yet
+# (until then its state is UNKNOWN: "Invalid node state specified 0").
+for _ in $(seq 1 60); do
+	st=$(scontrol show node r05n03 | sed -n 's/.* State=\([^ ]*\).*/\1/p')
+	[[ -n $st && $st != UNKNOWN* && $st != *NOT_RESPONDING* ]] && break
+	sleep 0.5
+done
 if scontrol show node r05n03 | grep -q 'State=[A-Z+]*DRAIN'; then
-	scontrol update nodename=r05n03 state=resume
+	check "(g) the drained node registered again and is resumed" scontrol update nodename=r05n03 state=resume
 fi
 tb_reconfigure_m2g "select/m2g reloaded m2g.conf (PreferWaitSec=20, no HealthFile)"
 for _ in $(seq 1 90); do [[ -z $(squeue -h -t RUNNING,COMPLETING -o %i) ]] && break; sleep 1; done

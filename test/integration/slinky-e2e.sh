@@ -90,22 +90,22 @@ json.dump({"tokens": ["m2g-e2e-token"], "user": "system:serviceaccount:slurm:m2g
            "objects": {"nodes": nodes, "pods": pods}}, open(path, "w"))
 PYEOF
 
-# start_api NAME: serve $T/NAME.json, log requests to $T/NAME.jsonl; prints the port.
+# start_api NAME: serve $T/NAME.json, log requests to $T/NAME.jsonl; sets
+# API_PORT, or fails saying why the server did not come up.
+API_PORT=""
 start_api() {
+	local pid
 	"$PY" "$SRC/test/slinky/fake_kube_apiserver.py" --cert "$T/srv.crt" --key "$T/srv.key" \
-		--scenario "$T/$1.json" --log "$T/$1.jsonl" >"$T/$1.out" 2>"$T/$1.err" &
-	TB_CLEANUP_PIDS+=("$!")  # lib.sh's EXIT trap stops it, also on failure
-	local p=""
-	for _ in $(seq 1 100); do
-		p=$(sed -n 's/^PORT=//p' "$T/$1.out")
-		[[ -n $p ]] && break
-		sleep 0.1
-	done
-	echo "$p"
+		--scenario "$T/$1.json" --log "$T/$1.jsonl" >"$T/$1.out" 2>&1 &
+	pid=$!
+	TB_CLEANUP_PIDS+=("$pid")  # lib.sh's EXIT trap stops it, also on failure
+	API_PORT=$(tb_await_server "fake API server ($1)" "$pid" "$T/$1.out" 's/^PORT=//p' 30) || API_PORT=""
+	[[ -n $API_PORT ]]
 }
-start_api scenario >"$T/port"
-port=$(cat "$T/port")
-ok "[[ -n '$port' ]]" "the fake API server listens on 127.0.0.1:$port"
+start_api scenario || true
+port=$API_PORT
+ok "[[ -n '$port' ]]" "the fake API server listens on 127.0.0.1:${port:-(none)}"
+[[ -n $port ]] || exit 1
 cat >"$T/kubeconfig" <<KC
 apiVersion: v1
 kind: Config
@@ -293,8 +293,8 @@ sc["watches"] = {
 }
 json.dump(sc, open(sys.argv[2], "w"))
 PYEOF
-start_api scenario-watch >"$T/port2"
-port2=$(cat "$T/port2")
+start_api scenario-watch || { ok 1 "the second fake API server starts"; exit 1; }
+port2=$API_PORT
 sed "s/127.0.0.1:$port/127.0.0.1:$port2/" "$T/kubeconfig" >"$T/kubeconfig2"
 "$ADAPTER" --kubeconfig "$T/kubeconfig2" --interval 30 >"$T/watch.out" 2>"$T/watch.err" &
 WATCH_PID=$!
@@ -324,10 +324,10 @@ if ! tb_up --racks 8; then
 	ok 1 "testbed up"
 	exit 1
 fi
-cp "$T/m2g.conf" "$TB_DIR/etc/m2g.conf"
+tb_write "$TB_DIR/etc/m2g.conf" <"$T/m2g.conf"
 # job_submit/m2g reads the slurm-bridge intents where the ConfigMap would be mounted.
-cp "$T/bridge-intents.json" "$TB_DIR/etc/bridge-intents.json"
-echo "BridgeIntentsFile=$TB_DIR/etc/bridge-intents.json" >>"$TB_DIR/etc/m2g.conf"
+tb_write "$TB_DIR/etc/bridge-intents.json" <"$T/bridge-intents.json"
+tb_append "$TB_DIR/etc/m2g.conf" "BridgeIntentsFile=$TB_DIR/etc/bridge-intents.json"
 scontrol reconfigure
 sleep 3
 id=$(sbatch --parsable -o /dev/null -J nvl72 -N18 --exclusive --gres=gpu:4 --m2g-topology=strict:nvlink --wrap 'sleep 120')
