@@ -91,7 +91,7 @@ scancel -n busy
 # --- reconfigure ------------------------------------------------------------
 # A broken m2g.conf: the previous one stays in force, the error is logged.
 sed 's/^DomainName=nvl03 Nodes=r03n\[01-18\] Size=18/DomainName=nvl03 Nodes=r03n[01-18] Size=17/' \
-	"$T/good.conf" >"$CONF"
+	"$T/good.conf" | tb_write "$CONF"
 before=$(scontrol show topology)
 why='m2g: topology: '$CONF':6: DomainName=nvl03 has 18 nodes but Size=17; raise Size or move nodes to another domain'
 rc=0
@@ -117,14 +117,100 @@ is "$(scontrol show topology)" "$before" "reconfigure with a broken m2g.conf: to
 
 # A valid change takes effect: leaf02 ranks first, leaf01 gets a new speed.
 sed 's/^SwitchName=spine01 Level=spine Switches=leaf\[01-02\]/SwitchName=spine01 Level=spine Switches=leaf02,leaf01/;
-     s/^\(SwitchName=leaf01 .*\)LinkGbps=28800/\1LinkGbps=30000/' "$T/good.conf" >"$CONF"
+     s/^\(SwitchName=leaf01 .*\)LinkGbps=28800/\1LinkGbps=30000/' "$T/good.conf" | tb_write "$CONF"
 scontrol reconfigure
 is "$(squash_topology | grep -E '^(leaf01|spine01) ')" "leaf01 1 nvl[01-04] 30000
 spine01 2 leaf[02,01] 57600" "reconfigure with a valid change: new switch records"
 is "$(scontrol -o show nodes | head -1 | cut -d' ' -f1)" "NodeName=r05n01" \
 	"node ranking follows the NVLink domains in fabric order (leaf02's first)"
-cp "$T/good.conf" "$CONF"
+tb_write "$CONF" <"$T/good.conf"
 scontrol reconfigure
+# Every slurmd reconfigures too (from 23.11 on each starts a new process);
+# let them settle before one of them is tested alone.
+sleep 5
+
+# --- one slurmd and a broken, empty or half-written m2g.conf ----------------
+# slurmd builds the topology at start and at every reconfigure, and goes on
+# to use it whatever the build returned (26.05: _set_topo_info in
+# slurmd.c). A refused file must never leave it on a topology it failed to
+# build: on SIGHUP the running slurmd keeps the last good m2g.conf (26.05:
+# the new process stops with the reason, the old one resumes; 22.05: in
+# place), and a slurmd started on a refused file stops with the reason.
+NODE=r08n16
+SLOG=$TB_DIR/log/slurmd-$NODE.log
+STEPD=$(tb_slurm_sbin)/slurmstepd
+good_bytes=$(wc -c <"$T/good.conf")
+: >"$T/empty.conf"
+sed 's/^DomainName=nvl03 Nodes=r03n\[01-18\] Size=18/DomainName=nvl03 Nodes=r03n[01-18] Size=17/' \
+	"$T/good.conf" >"$T/broken.conf"
+# Half of the file, cut inside a line: what a reader sees while an editor
+# rewrites it in place.
+half=$((good_bytes / 2))
+head -c "$half" "$T/good.conf" >"$T/half.conf"
+# reason FILE: the file:line reason the core gives for FILE, with the path
+# the daemons read it under ($CONF).
+reason() {
+	cp "$1" "$T/reason.conf"
+	{ "$M2G" topology validate "$T/reason.conf" 2>&1 >/dev/null || true; } |
+		sed -n "1{s/^m2g: //;s|$T/reason.conf|$CONF|g;p}"
+}
+# log_after N PATTERN: PATTERN (fixed string) in the slurmd log after its first N lines.
+log_after() { tail -n +"$(($1 + 1))" "$SLOG" | grep -qF -- "$2"; }
+# wait_log N PATTERN [TIMEOUT]
+wait_log() {
+	local deadline=$((SECONDS + ${3:-60} * TB_TIMEOUT_SCALE))
+	while ((SECONDS <= deadline)); do log_after "$1" "$2" && return 0; sleep 0.3; done
+	diag "slurmd-$NODE.log has no '$2' after line $1; its last lines:" "$(tail -n 6 "$SLOG")"
+	return 1
+}
+if tb_slurm_reexecs; then
+	KEPT='refusing this reconfigure: the running slurmd keeps the last good m2g.conf'
+else
+	KEPT='keeping the previous m2g.conf in force'
+fi
+restart_node() { "$M2G_TESTBED" start "$NODE" --dir "$TB_DIR" >/dev/null; }
+for kind in broken empty half; do
+	why=$(reason "$T/$kind.conf")
+	check "$kind m2g.conf: the core refuses it (${why:-no reason})" test -n "$why"
+	pid=$(tb_pidfile "$TB_DIR/pids/slurmd-$NODE.pid")
+	mark=$(wc -l <"$SLOG")
+	if [[ $kind == half ]]; then
+		# The one deliberate in-place rewrite: the file is truncated and
+		# half written, held open while the slurmd reads it, then finished.
+		exec 7>"$CONF"
+		cat "$T/half.conf" >&7
+		kill -HUP "$pid"
+		check "half-written m2g.conf (in place): SIGHUP'd slurmd refuses it with the reason" \
+			wait_log "$mark" "$why; $KEPT"
+		tail -c +"$((half + 1))" "$T/good.conf" >&7
+		exec 7>&-
+		check "half-written m2g.conf: the rewrite finished, the file is whole again" cmp -s "$CONF" "$T/good.conf"
+	else
+		tb_write "$CONF" <"$T/$kind.conf"
+		kill -HUP "$pid"
+		check "$kind m2g.conf: SIGHUP'd slurmd refuses it with the reason" wait_log "$mark" "$why; $KEPT"
+	fi
+	if tb_slurm_reexecs; then
+		check "$kind m2g.conf: the running slurmd resumes (reconfigure failed)" \
+			wait_log "$mark" "Resuming operation, reconfigure failed" 30
+	fi
+	tb_write "$CONF" <"$T/good.conf"
+	check "$kind m2g.conf: the slurmd that was running still runs (pid $pid)" kill -0 "$pid"
+	check "$kind m2g.conf: a job step runs on $NODE afterwards" timeout 60 srun -N1 -w "$NODE" true
+
+	# Started on the refused file: slurmd stops at start with the reason.
+	"$M2G_TESTBED" stop "$NODE" --dir "$TB_DIR" >/dev/null
+	if [[ $kind == half ]]; then cat "$T/half.conf" >"$CONF"; else tb_write "$CONF" <"$T/$kind.conf"; fi
+	mark=$(wc -l <"$SLOG")
+	rc=0
+	env SLURM_CONF="$SLURM_CONF" timeout 60 "$(tb_slurm_sbin)/slurmd" -D -N "$NODE" -f "$SLURM_CONF" -d "$STEPD" \
+		</dev/null >"$T/slurmd-$kind.out" 2>&1 || rc=$?
+	ok "[[ $rc != 0 && $rc != 124 ]]" "$kind m2g.conf: slurmd started on it exits (status $rc)"
+	check "$kind m2g.conf: its log has the fatal reason" \
+		log_after "$mark" "fatal: m2g: topology: $why; slurmd does not start without the topology"
+	tb_write "$CONF" <"$T/good.conf"
+	check "$kind m2g.conf: fixed, the slurmd starts again" restart_node
+done
 
 # --- a broken m2g.conf at start stops slurmctld with file:line --------------
 # A second slurmctld on its own port and state directory, sharing only the

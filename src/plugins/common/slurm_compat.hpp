@@ -42,3 +42,17 @@ inline bool m2g_reconfigure_child()
 
 // The error line for a reconfigure refused that way.
 #define M2G_RECONF_REFUSED "refusing this reconfigure: the running slurmctld keeps the last good m2g.conf"
+
+// The same for slurmd: since 23.11 its reconfigure starts a new slurmd
+// (SLURMD_RECONF=1), and the running one logs "Resuming operation,
+// reconfigure failed" and carries on when the new one stops. 22.05
+// reconfigures slurmd in place.
+inline bool m2g_slurmd_reconfigure_child()
+{
+#if M2G_SLURM_NEW_API
+    return std::getenv("SLURMD_RECONF") != nullptr;
+#else
+    return false;
+#endif
+}
+#define M2G_SLURMD_RECONF_REFUSED "refusing this reconfigure: the running slurmd keeps the last good m2g.conf"

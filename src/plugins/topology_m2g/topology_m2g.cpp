@@ -6,10 +6,12 @@
 // it can, and `scontrol show topology` shows the real tree. Nodes are
 // ranked in domain order.
 //
-// A broken m2g.conf at slurmctld start is fatal, with the file:line message
-// in slurmctld's log. At `scontrol reconfigure` the last good model stays in
-// force and the error is logged. slurmd (which also loads topology plugins)
-// only logs.
+// A broken, empty or half-written m2g.conf at slurmctld or slurmd start is
+// fatal, with the file:line message in the daemon's log (Slurm's own
+// topology/tree stops them the same way on a broken topology.conf): neither
+// runs on an empty switch table it failed to build. At `scontrol
+// reconfigure` (in place on 22.05) the last good model stays in force and
+// the error is logged.
 //
 // All logic lives in the core (src/topology); this file translates.
 
@@ -228,6 +230,8 @@ extern "C" int topo_build_config(void)
             if (!g_model) {
                 if (running_in_slurmctld())
                     fatal("%s%s", kLog, err.c_str());
+                if (running_in_slurmd())
+                    fatal("%s%s; slurmd does not start without the topology", kLog, err.c_str());
                 error("%s%s; no topology is in force", kLog, err.c_str());
                 return SLURM_ERROR;
             }

@@ -16,11 +16,18 @@
 // select/m2g, which sees the select mode (run now, test only, will run) that
 // topology_p_eval_nodes is not told (see doc/topology.md).
 //
-// A broken m2g.conf at slurmctld start stops slurmctld with the file:line
-// message in its log. Since 23.11 `scontrol reconfigure` starts a new
-// slurmctld: that one stops the same way, Slurm says "reconfigure failed" to
-// scontrol and the running slurmctld keeps the last good m2g.conf. Other
-// daemons and clients only log.
+// A broken, empty or half-written m2g.conf is refused with its file:line
+// reason, and no daemon runs on a topology it failed to build:
+// - slurmctld and slurmd stop at start (Slurm's own topology/tree stops them
+//   the same way on a broken topology.conf). Since 23.11 a reconfigure
+//   starts a new slurmctld and a new slurmd: that process stops, Slurm says
+//   "reconfigure failed" and the running one keeps the last good m2g.conf.
+//   slurmd ignores what topology_g_build_config returns and goes on to ask
+//   for its node address (slurmd.c, _set_topo_info), so a refusal there
+//   must stop the process, never return with no context.
+// - Other processes (slurmstepd, clients) log and run without switches:
+//   every call below answers as Slurm's tree does with no switches, never
+//   with a null context.
 //
 // All logic lives in the core (src/topology); this file translates.
 #include <dlfcn.h>
@@ -52,6 +59,7 @@ extern "C" {
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 #include "src/interfaces/topology.h"
+#include "src/plugins/topology/tree/switch_record.h"  // tree_context_t
 }
 #undef operator
 #include "plugins/common/slurm_compat.hpp"
@@ -242,7 +250,33 @@ void destroy_ctx(Ctx* ctx)
 }
 
 Ctx* ctx_of(void* plugin_ctx) { return static_cast<Ctx*>(plugin_ctx); }
-void* tree_ctx(void* plugin_ctx) { return plugin_ctx ? ctx_of(plugin_ctx)->tree.plugin_ctx : nullptr; }
+
+// What the tree code is handed where no topology is built (a client, a
+// slurmstepd, or a process whose m2g.conf was refused): its own context
+// with no switches, which every tree call reads as "flat".
+tree_context_t g_no_switches{};
+
+void* tree_ctx(void* plugin_ctx)
+{
+    void* tree = plugin_ctx ? ctx_of(plugin_ctx)->tree.plugin_ctx : nullptr;
+    return tree ? tree : &g_no_switches;
+}
+
+// A refused m2g.conf with no earlier one in force: the daemons that build a
+// topology stop (see the top of this file), others log and go flat.
+int refuse(const std::string& why)
+{
+    if (running_in_slurmctld() && m2g_reconfigure_child())
+        fatal("%s%s; %s", kLog, why.c_str(), M2G_RECONF_REFUSED);
+    if (running_in_slurmctld())
+        fatal("%s%s", kLog, why.c_str());
+    if (running_in_slurmd() && m2g_slurmd_reconfigure_child())
+        fatal("%s%s; %s", kLog, why.c_str(), M2G_SLURMD_RECONF_REFUSED);
+    if (running_in_slurmd())
+        fatal("%s%s; slurmd does not start without the topology", kLog, why.c_str());
+    error("%s%s; no topology is in force", kLog, why.c_str());
+    return SLURM_ERROR;
+}
 
 }  // namespace
 
@@ -271,20 +305,17 @@ int topology_p_build_config(topology_ctx_t* tctx)
                 error("%s%s; keeping the previous m2g.conf in force", kLog, e.what());
                 return SLURM_SUCCESS;
             }
-            // At start slurmctld stops; the new slurmctld of a reconfigure
-            // stopping makes the running one keep its configuration.
-            if (running_in_slurmctld() && m2g_reconfigure_child())
-                fatal("%s%s; %s", kLog, e.what(), M2G_RECONF_REFUSED);
-            if (running_in_slurmctld())
-                fatal("%s%s", kLog, e.what());
-            error("%s%s; no topology is in force", kLog, e.what());
-            return SLURM_ERROR;
+            return refuse(e.what());
         }
         const int rc = g_ops.build_config(&ctx->tree);
-        if (rc != SLURM_SUCCESS) {
-            error("%sSlurm's tree code refused the switches built from m2g.conf", kLog);
+        if (rc != SLURM_SUCCESS || !ctx->tree.plugin_ctx) {
             destroy_ctx(ctx.release());
-            return rc;
+            const std::string why = "Slurm's tree code refused the switches built from " + conf_path();
+            if (tctx->plugin_ctx) {
+                error("%s%s; keeping the previous m2g.conf in force", kLog, why.c_str());
+                return SLURM_SUCCESS;
+            }
+            return refuse(why);
         }
         destroy_ctx(ctx_of(tctx->plugin_ctx));
         verbose("%s%d switches from m2g.conf (%zu NVLink domains, %zu fabric switches)", kLog,
@@ -308,8 +339,10 @@ int topology_p_destroy_config(topology_ctx_t* tctx)
 
 int topology_p_add_rm_node(node_record_t* node_ptr, char* unit, topology_ctx_t* tctx)
 {
-    if (!tctx->plugin_ctx)
+    if (!tctx->plugin_ctx) {
+        error("%scannot add or remove node %s: no topology is in force", kLog, node_ptr ? node_ptr->name : "?");
         return SLURM_ERROR;
+    }
     return g_ops.add_rm_node(node_ptr, unit, &ctx_of(tctx->plugin_ctx)->tree);
 }
 
@@ -330,8 +363,9 @@ int topology_p_eval_nodes(topology_eval_t* topo_eval)
 int topology_p_eval_node(topology_eval_t* topo_eval, int node_idx)
 {
     topology_ctx_t* outer = topo_eval->tctx;
-    if (outer && outer->plugin_ctx)
-        topo_eval->tctx = &ctx_of(outer->plugin_ctx)->tree;
+    if (!outer || !outer->plugin_ctx)
+        return SLURM_ERROR;
+    topo_eval->tctx = &ctx_of(outer->plugin_ctx)->tree;
     const int rc = g_ops.eval_node(topo_eval, node_idx);
     topo_eval->tctx = outer;
     return rc;
@@ -373,8 +407,13 @@ int topology_p_get_node_addr(char* node_name, char** paddr, char** ppattern, voi
     return g_ops.get_node_addr(node_name, paddr, ppattern, tree_ctx(ctx));
 }
 
+// With no switches built here, the tree code would try to build them itself
+// (RouteTree) and then route through the empty ones: split by tree width,
+// as it does without RouteTree.
 int topology_p_split_hostlist(hostlist_t* hl, hostlist_t*** sp_hl, int* count, uint16_t tree_width, void* ctx)
 {
+    if (tree_ctx(ctx) == &g_no_switches)
+        return hostlist_split_treewidth(hl, sp_hl, count, tree_width);
     return g_ops.split_hostlist(hl, sp_hl, count, tree_width, tree_ctx(ctx));
 }
 
