@@ -3,15 +3,18 @@
 # only (--stock: topology/tree, no m2g plugin): 2 racks = 36 nodes come up
 # idle, a 4-node GPU batch job and an srun step run with CUDA_VISIBLE_DEVICES
 # set, accounting records them COMPLETED, `scontrol show topology` shows the
-# NVL72 shape, a second `up` is refused, and `down` leaves no process behind
-# (checked by PID, including a running job's slurmstepd and task).
+# NVL72 shape, a second `up` is refused, the daemons' munge default socket is
+# the testbed's (reconfigures under load lose no message; doc/testbed.md),
+# and `down` leaves no process behind (checked by PID, including a running
+# job's slurmstepd and task).
 # Output: TAP. Run as root.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-plan 17
+plan 20
 
+host_run_munge=$([[ -e /run/munge ]] && echo present || echo absent)
 tb_up --racks 2 --stock
 jobs_dir=$TB_DIR/jobs
 mkdir -p "$jobs_dir"
@@ -56,6 +59,29 @@ topo=$(scontrol show topology)
 is "$(grep -o '^SwitchName=[^ ]*' <<<"$topo" | sort | tr '\n' ' ')" \
 	"SwitchName=leaf01 SwitchName=leaf02 SwitchName=nvl01 SwitchName=nvl02 SwitchName=spine01 " \
 	"scontrol show topology: nvl01-02, leaf01-02, spine01"
+
+# ---- munge's default socket, as the daemons see it ---------------------------
+# Inside the daemons' mount namespace /run/munge is the testbed's socket
+# directory: a credential made through the default socket by a job decodes
+# with the testbed's munged.
+cred=$jobs_dir/cred
+mjob=$(sbatch --parsable -N1 -t 2 -o /dev/null --wrap "munge -n >$cred")
+wait_job_state "$mjob" COMPLETED 30 || true
+check "a job's munge default socket is the testbed's munged (private mount namespace)" \
+	unmunge --socket="$TB_DIR/run/munge/munge.socket.2" --input="$cred" --output=/dev/null
+is "$([[ -e /run/munge ]] && echo present || echo absent)" "$host_run_munge" \
+	"the host's /run is untouched (/run/munge $host_run_munge before, as after)"
+# Reconfigures while jobs end: no message checked against another munged,
+# every job finishes.
+burst=()
+for ((i = 0; i < 24; i++)); do burst+=("$(sbatch --parsable -N1 -t 2 -o /dev/null --wrap 'srun true')"); done
+for ((i = 0; i < 4; i++)); do sleep 0.5; scontrol reconfigure; done
+for ((i = 0; i < 120; i++)); do
+	[[ -z $(squeue -h -j "$(IFS=,; echo "${burst[*]}")" 2>/dev/null) ]] && break
+	sleep 0.5
+done
+is "$(squeue -h -j "$(IFS=,; echo "${burst[*]}")" 2>/dev/null | wc -l):$(cat "$TB_DIR"/log/slurmctld.log "$TB_DIR"/log/slurmd-*.log | grep -c 'Failed to access "/run/munge' || true)" "0:0" \
+	"4 reconfigures during 24 jobs: every job ends, no credential sent to a munged not the testbed's"
 
 # ---- down, with a job running -----------------------------------------------
 # The job records its shell's PID; that shell's parent is the slurmstepd.
