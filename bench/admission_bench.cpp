@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "topology/admission.hpp"
-#include "topology/signals.hpp"
+#include "core/power/admission.hpp"
+#include "core/power/signals.hpp"
 
 namespace {
 

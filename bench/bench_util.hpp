@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "topology/config.hpp"
+#include "core/model/config.hpp"
 
 namespace m2g::bench {
 

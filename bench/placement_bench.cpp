@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "topology/config.hpp"
-#include "topology/placement.hpp"
+#include "core/model/config.hpp"
+#include "core/place/engine.hpp"
 
 namespace {
 

@@ -394,7 +394,7 @@ def demand_response(run, a, cluster, md, results, rev, charts=True):
         d0 = draw_at(series, start)
         place[seed] = (p975, start, d0, float(math.ceil(d0)))
     md += ["## Demand response with curtailment (8 racks, Philly x8, load 0.8; issue 19)", "",
-           "m2g-curtaild's planner (`plan_curtailment()`, src/topology/curtail.cpp) runs inside the simulator every "
+           "m2g-curtaild's planner (`plan_curtailment()`, src/core/power/curtail.cpp) runs inside the simulator every "
            "`CurtailIntervalSec` (5 s) and at every timeline edge, on a feed whose draw is the simulated one; its "
            "actions take effect 3 s later (`--actuation-delay`); a capped job slows down by the Perseus A100 curve, "
            "a suspended one holds its GPUs at 90 W each (doc/simulator.md). %d%% of the jobs are inference "

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "topology/error.hpp"
+#include "core/base/error.hpp"
 
 namespace m2g::kube {
 

@@ -14,8 +14,8 @@
 //   - with --write-topology, the same topology for other readers: Slurm's
 //     topology.yaml (ConfigMap --configmap, key topology.yaml), a Kueue
 //     Topology and ResourceFlavor, a KAI Topology, Volcano HyperNodes
-//     (`m2g topology export`'s formats, src/topology/formats.cpp).
-// The mapping is the core's (src/topology/slinky.cpp); the Kubernetes
+//     (`m2g topology export`'s formats, src/tools/formats/formats.cpp).
+// The mapping is the core's (src/tools/formats/slinky.cpp); the Kubernetes
 // client is slinky/src/kube.cpp.
 #include <CLI/CLI.hpp>
 #include <json-c/json.h>
@@ -37,12 +37,12 @@
 
 #include "kube.hpp"
 #include "m2g_config.h"
-#include "topology/config.hpp"
-#include "topology/error.hpp"
-#include "topology/formats.hpp"
-#include "topology/recipes.hpp"
-#include "topology/slinky.hpp"
-#include "topology/well_known.hpp"
+#include "core/model/config.hpp"
+#include "core/base/error.hpp"
+#include "tools/formats/formats.hpp"
+#include "core/job/recipes.hpp"
+#include "tools/formats/slinky.hpp"
+#include "core/base/keys.hpp"
 
 namespace {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "topology/error.hpp"
-#include "topology/signals.hpp"
+#include "core/base/error.hpp"
+#include "core/power/signals.hpp"
 
 namespace m2g {
 namespace {

@@ -42,8 +42,8 @@
 
 #include <string>
 
-#include "topology/model.hpp"
-#include "topology/status.hpp"
+#include "core/model/model.hpp"
+#include "tools/reports/status.hpp"
 
 namespace m2g {
 

@@ -2,7 +2,7 @@
 //
 // Every CurtailIntervalSec it reads the signals feed (the same SignalFeed
 // the plugins use), the running jobs through libslurm, and asks the core
-// planner (topology/curtail.hpp) what to do; then applies the plan:
+// planner (core/power/curtail.hpp) what to do; then applies the plan:
 //   caps           PUT/DELETE on the m2g-nodeagent of each of the job's nodes
 //                  (NodeAgentURL=, or --agent-map), which sets the NVML power
 //                  limit on exactly the job's GPUs;
@@ -48,13 +48,13 @@
 #include "nodeagent/client.hpp"
 #include "slurmapi/slurm_control.hpp"
 #include "slurmapi/slurm_view.hpp"
-#include "topology/annotation.hpp"
-#include "topology/config.hpp"
-#include "topology/curtail.hpp"
-#include "topology/error.hpp"
-#include "topology/signals.hpp"
-#include "topology/status.hpp"
-#include "topology/well_known.hpp"
+#include "core/job/annotation.hpp"
+#include "core/model/config.hpp"
+#include "core/power/curtail.hpp"
+#include "core/base/error.hpp"
+#include "core/power/signals.hpp"
+#include "tools/reports/status.hpp"
+#include "core/base/keys.hpp"
 
 namespace {
 

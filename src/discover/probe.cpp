@@ -21,8 +21,8 @@
 
 #include "discover/nvml.hpp"
 #include "m2g_config.h"
-#include "topology/error.hpp"
-#include "topology/hostlist.hpp"
+#include "core/base/error.hpp"
+#include "core/base/hostlist.hpp"
 
 namespace m2g {
 

@@ -1,5 +1,5 @@
 // m2g discover node: probe this host's hardware into a NodeFacts
-// (src/topology/discover.hpp), from three sources that each may be absent:
+// (src/tools/formats/discover.hpp), from three sources that each may be absent:
 //
 //   hwloc       packages, cores, PUs, NUMA nodes, memory; NVIDIA GPUs as PCI
 //               devices (vendor 0x10de, class 0x0300/0x0302) with their NUMA
@@ -18,8 +18,8 @@
 
 #include <string>
 
-#include "topology/discover.hpp"
-#include "topology/well_known.hpp"
+#include "tools/formats/discover.hpp"
+#include "core/base/keys.hpp"
 
 namespace m2g {
 

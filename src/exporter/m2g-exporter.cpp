@@ -13,7 +13,7 @@
 //   main thread      waits for SIGTERM/SIGINT, then stops both.
 //
 // Every metric name, type, label set and HELP text comes from
-// kw::kMetrics (topology/well_known.hpp).
+// kw::kMetrics (core/base/keys.hpp).
 #include <CLI/CLI.hpp>
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -43,13 +43,13 @@
 
 #include "m2g_config.h"
 #include "slurmapi/slurm_view.hpp"
-#include "topology/config.hpp"
-#include "topology/error.hpp"
-#include "topology/listen.hpp"
-#include "topology/signals.hpp"
-#include "topology/stats.hpp"
-#include "topology/status.hpp"
-#include "topology/well_known.hpp"
+#include "core/model/config.hpp"
+#include "core/base/error.hpp"
+#include "tools/net/listen.hpp"
+#include "core/power/signals.hpp"
+#include "core/obs/stats.hpp"
+#include "tools/reports/status.hpp"
+#include "core/base/keys.hpp"
 
 namespace {
 

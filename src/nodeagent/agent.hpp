@@ -3,7 +3,7 @@
 //
 // This header is the part without HTTP and without NVML: request parsing,
 // job -> GPU resolution from the dcgm-exporter job mapping directory
-// (topology/telemetry.hpp), clamping, the cap table and its state file, the
+// (core/obs/telemetry.hpp), clamping, the cap table and its state file, the
 // reconcile decision, and NodeAgent, which answers an HTTP-shaped Request
 // over a PowerBackend. server.hpp puts it on a socket (libmicrohttpd),
 // nvml_power.hpp is the PowerBackend over NVML, client.hpp is the
@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "topology/error.hpp"
+#include "core/base/error.hpp"
 
 namespace m2g {
 namespace nodeagent {

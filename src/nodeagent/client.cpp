@@ -13,7 +13,7 @@
 #include <string>
 
 #include "nodeagent/agent.hpp"
-#include "topology/error.hpp"
+#include "core/base/error.hpp"
 
 namespace m2g {
 namespace nodeagent {

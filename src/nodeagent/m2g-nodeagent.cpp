@@ -25,8 +25,8 @@
 #include "nodeagent/agent.hpp"
 #include "nodeagent/nvml_power.hpp"
 #include "nodeagent/server.hpp"
-#include "topology/error.hpp"
-#include "topology/telemetry.hpp"
+#include "core/base/error.hpp"
+#include "core/obs/telemetry.hpp"
 
 namespace {
 

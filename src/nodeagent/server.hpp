@@ -9,14 +9,14 @@
 #include <string>
 
 #include "nodeagent/agent.hpp"
-#include "topology/listen.hpp"
+#include "tools/net/listen.hpp"
 
 struct MHD_Daemon;
 
 namespace m2g {
 namespace nodeagent {
 
-// --listen for the agent: m2g::parse_listen (topology/listen.hpp) with the
+// --listen for the agent: m2g::parse_listen (tools/net/listen.hpp) with the
 // agent's port in its examples.
 using m2g::Listen;
 Listen parse_listen(const std::string& text);

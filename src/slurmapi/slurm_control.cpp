@@ -4,7 +4,7 @@
 #include <cerrno>
 #include <string>
 
-#include "topology/error.hpp"
+#include "core/base/error.hpp"
 
 extern "C" {
 #include <slurm/slurm.h>

@@ -18,9 +18,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "topology/annotation.hpp"
-#include "topology/error.hpp"
-#include "topology/tres.hpp"
+#include "core/job/annotation.hpp"
+#include "core/base/error.hpp"
+#include "core/job/tres.hpp"
 
 extern "C" {
 #include <slurm/slurm.h>

@@ -1,7 +1,7 @@
 // m2g's view of a running Slurm through libslurm's public API (slurm.h,
 // slurmdb.h of 22.05): nodes and jobs from slurmctld, finished jobs from
 // slurmdbd, translated into the core's ClusterView/JobView
-// (topology/status.hpp). For the CLI (m2g explain/status/job) and
+// (tools/reports/status.hpp). For the CLI (m2g explain/status/job) and
 // m2g-exporter; the plugins run inside Slurm and never link this.
 //
 // Nothing here includes a Slurm header: callers stay free of Slurm's names.
@@ -12,8 +12,8 @@
 #include <optional>
 #include <string>
 
-#include "topology/model.hpp"
-#include "topology/status.hpp"
+#include "core/model/model.hpp"
+#include "tools/reports/status.hpp"
 
 namespace m2g {
 

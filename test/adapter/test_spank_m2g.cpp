@@ -40,8 +40,8 @@ extern "C" {
 }
 
 #include "spank_fakes.hpp"
-#include "topology/error.hpp"
-#include "topology/intent.hpp"
+#include "core/base/error.hpp"
+#include "core/job/intent.hpp"
 
 extern char** environ;
 

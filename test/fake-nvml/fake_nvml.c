@@ -62,7 +62,7 @@
  *                               nvmlDeviceGetEnforcedPowerLimit return the
  *                               current limit.
  *   FAKE_NVML_JOBMAP_DIR=dir    a dcgm-exporter HPC job mapping directory
- *                               (src/topology/telemetry.hpp dcgm_map_add:
+ *                               (src/core/obs/telemetry.hpp dcgm_map_add:
  *                               file <dir>/<i> lists the job ids on GPU i,
  *                               one per line). GPU i is busy when that file
  *                               lists a job that is not in

@@ -1,7 +1,7 @@
 // m2g fuzzing: what every libFuzzer harness in test/fuzz/ shares.
 //
 // Each harness feeds one input format to the production parser in
-// src/topology/ (linked from the same sources as libm2gcore, never a copy).
+// src/core/ and src/tools/ (linked from the same sources as the libraries, never a copy).
 // The contract under test: on any input a parser returns a value or throws
 // m2g::Error (ParseError, ValidationError) carrying a message. Anything else
 // — a crash, a sanitizer report, another exception type escaping, a hang,
@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "topology/error.hpp"
+#include "core/base/error.hpp"
 
 namespace m2g_fuzz {
 

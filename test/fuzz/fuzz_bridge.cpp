@@ -2,7 +2,7 @@
 // -> parse_bridge_intents, the same text as an AdminComment -> bridge_pods,
 // and the job's pods resolved against the document.
 #include "test/fuzz/fuzz.hpp"
-#include "topology/slinky.hpp"
+#include "core/job/bridge.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {

@@ -1,6 +1,6 @@
 // fuzz_conf: m2g.conf text -> parse_m2g_conf -> build_model (m2g.conf(5)).
 #include "test/fuzz/fuzz.hpp"
-#include "topology/config.hpp"
+#include "core/model/config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {

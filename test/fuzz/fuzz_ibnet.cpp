@@ -1,7 +1,7 @@
 // fuzz_ibnet: `ibnetdiscover` output -> parse_ibnetdiscover (the fabric that
 // `m2g discover fabric` and `merge` read), then both output forms.
 #include "test/fuzz/fuzz.hpp"
-#include "topology/discover.hpp"
+#include "tools/formats/discover.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {

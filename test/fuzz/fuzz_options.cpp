@@ -20,8 +20,8 @@
 #include <sstream>
 
 #include "test/fuzz/fuzz.hpp"
-#include "topology/intent.hpp"
-#include "topology/plugin_args.hpp"
+#include "core/job/intent.hpp"
+#include "core/base/plugin_args.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // fuzz_recipes: a recipe catalog (m2g-recipes.conf(5)) -> parse_recipes,
 // then --m2g-recipe=<first recipe> expanded into a JobIntent.
 #include "test/fuzz/fuzz.hpp"
-#include "topology/recipes.hpp"
+#include "core/job/recipes.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {

@@ -3,8 +3,8 @@
 // embedded at build time (contrib/m2g-fuzz writes nvl72_8rack_conf.inc), so
 // the binary runs from any directory.
 #include "test/fuzz/fuzz.hpp"
-#include "topology/config.hpp"
-#include "topology/signals.hpp"
+#include "core/model/config.hpp"
+#include "core/power/signals.hpp"
 
 namespace {
 

@@ -67,11 +67,11 @@ ok "[[ ${#keys[@]} -gt 30 ]]" "the m2g.conf parser lists its keys (${#keys[@]})"
 [[ ${#keys[@]} -gt 30 ]] || diag "$msg"
 is "$(missing man5/m2g.conf.5 "${keys[@]}")" "" "m2g.conf(5) documents every key the parser accepts"
 
-# spank_m2g: the --m2g-* options and the plugstack.conf arguments (well_known.hpp).
-mapfile -t spank < <(sed -n 's/.*kOpt[A-Za-z]* = "\(m2g-[a-z-]*\)".*/--\1/p' "$SRC/src/topology/well_known.hpp")
-ok "[[ ${#spank[@]} -ge 7 ]]" "well_known.hpp lists the --m2g-* options (${#spank[@]})"
+# spank_m2g: the --m2g-* options and the plugstack.conf arguments (keys.hpp).
+mapfile -t spank < <(sed -n 's/.*kOpt[A-Za-z]* = "\(m2g-[a-z-]*\)".*/--\1/p' "$SRC/src/core/base/keys.hpp")
+ok "[[ ${#spank[@]} -ge 7 ]]" "keys.hpp lists the --m2g-* options (${#spank[@]})"
 is "$(missing man8/spank_m2g.8 "${spank[@]}")" "" "spank_m2g(8) documents every --m2g-* option"
-mapfile -t args < <(sed -n 's/.*kArg[A-Za-z]* = "\([a-z_]*\)".*/\1=/p' "$SRC/src/topology/well_known.hpp")
-ok "[[ ${#args[@]} -ge 3 ]]" "well_known.hpp lists spank_m2g's plugstack.conf arguments (${#args[@]})"
+mapfile -t args < <(sed -n 's/.*kArg[A-Za-z]* = "\([a-z_]*\)".*/\1=/p' "$SRC/src/core/base/keys.hpp")
+ok "[[ ${#args[@]} -ge 3 ]]" "keys.hpp lists spank_m2g's plugstack.conf arguments (${#args[@]})"
 is "$(missing man8/spank_m2g.8 "${args[@]}")" "" "spank_m2g(8) documents every plugstack.conf argument"
 done_testing

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "topology/hostlist.hpp"
+#include "core/base/hostlist.hpp"
 
 namespace {
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "topology/model.hpp"
-#include "topology/signals.hpp"
+#include "core/model/model.hpp"
+#include "core/power/signals.hpp"
 
 namespace m2g::test {
 

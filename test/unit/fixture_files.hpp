@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "topology/config.hpp"  // read_text_file
+#include "core/model/config.hpp"  // read_text_file
 
 namespace m2g::test {
 

@@ -14,7 +14,7 @@
 //
 // Release: a thread in this plugin wakes every ReleaseCheckSec (5 s by
 // default), takes slurmctld's job write lock and hands every pending job to
-// the core's AdmissionSession::reevaluate() (topology/admission_session.hpp,
+// the core's AdmissionSession::reevaluate() (core/power/admission_session.hpp,
 // which holds the release rules): deferred jobs whose reason has ended
 // become eligible at once (and the scheduler is asked to run), jobs whose
 // event was extended move with it, and eligible deferrable jobs are
@@ -44,16 +44,16 @@
 #include <thread>
 #include <vector>
 
-#include "topology/admission.hpp"
-#include "topology/admission_session.hpp"
-#include "topology/annotation.hpp"
-#include "topology/config.hpp"
-#include "topology/intent.hpp"
-#include "topology/signals.hpp"
-#include "topology/slinky.hpp"
-#include "topology/stats.hpp"
-#include "topology/tres.hpp"
-#include "topology/well_known.hpp"
+#include "core/power/admission.hpp"
+#include "core/power/admission_session.hpp"
+#include "core/job/annotation.hpp"
+#include "core/model/config.hpp"
+#include "core/job/intent.hpp"
+#include "core/power/signals.hpp"
+#include "core/job/bridge.hpp"
+#include "core/obs/stats.hpp"
+#include "core/job/tres.hpp"
+#include "core/base/keys.hpp"
 
 // Slurm 23.11+'s extra_constraints.h (included by slurmctld.h) names a
 // struct member `operator`, a C++ keyword; renaming the member inside this
@@ -267,7 +267,7 @@ int64_t limit_seconds(uint32_t minutes, part_record_t* part)
 }
 
 // cap_by_slurm_deadline() and counted_as() are the core's
-// (topology/admission_session.hpp), shared with the release rules.
+// (core/power/admission_session.hpp), shared with the release rules.
 
 // NoDeferAction=convert: the job's own intent says --m2g-defer=ok from now
 // on, so select/m2g and the release thread treat it as deferrable too.

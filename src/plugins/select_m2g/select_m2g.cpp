@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
-#include "topology/annotation.hpp"
-#include "topology/config.hpp"  // conf_path
-#include "topology/session.hpp"
-#include "topology/well_known.hpp"
+#include "core/job/annotation.hpp"
+#include "core/model/config.hpp"  // conf_path
+#include "core/place/session.hpp"
+#include "core/base/keys.hpp"
 
 // Slurm's headers are C; select.h's ops table trips C++'s -Wparentheses.
 // 23.11+'s extra_constraints.h (through slurmctld.h) names a struct member

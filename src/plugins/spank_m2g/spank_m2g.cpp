@@ -25,12 +25,12 @@
 #include <string_view>
 #include <vector>
 
-#include "topology/error.hpp"
-#include "topology/intent.hpp"
-#include "topology/plugin_args.hpp"
-#include "topology/recipes.hpp"
-#include "topology/telemetry.hpp"
-#include "topology/well_known.hpp"
+#include "core/base/error.hpp"
+#include "core/job/intent.hpp"
+#include "core/base/plugin_args.hpp"
+#include "core/job/recipes.hpp"
+#include "core/obs/telemetry.hpp"
+#include "core/base/keys.hpp"
 
 extern "C" {
 #include <slurm/slurm_version.h>

@@ -13,7 +13,7 @@
 // reconfigure` (in place on 22.05) the last good model stays in force and
 // the error is logged.
 //
-// All logic lives in the core (src/topology); this file translates.
+// All logic lives in the engine (src/core); this file translates.
 
 // C++ and core headers first: Slurm's log.h defines macros named info(),
 // debug() and verbose() that must not reach them.
@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "topology/config.hpp"
-#include "topology/export.hpp"
-#include "topology/well_known.hpp"
+#include "core/model/config.hpp"
+#include "core/model/export.hpp"
+#include "core/base/keys.hpp"
 
 extern "C" {
 #include "config.h"  // Slurm's, from --with-slurm-source

@@ -29,7 +29,7 @@
 //   every call below answers as Slurm's tree does with no switches, never
 //   with a null context.
 //
-// All logic lives in the core (src/topology); this file translates.
+// All logic lives in the engine (src/core); this file translates.
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -38,9 +38,9 @@
 #include <string>
 #include <vector>
 
-#include "topology/config.hpp"
-#include "topology/export.hpp"
-#include "topology/well_known.hpp"
+#include "core/model/config.hpp"
+#include "core/model/export.hpp"
+#include "core/base/keys.hpp"
 
 // extra_constraints.h (through slurmctld.h) names a struct member
 // `operator`, a C++ keyword; renaming it inside this file changes no layout.

@@ -1,0 +1,35 @@
+// m2g core: reading JSON documents with json-c — the owning pointer, and
+// members looked up and type-checked with messages that name the document
+// and the path of what was wrong.
+#pragma once
+
+#include <json-c/json.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace m2g {
+
+struct JsonDeleter {
+    void operator()(json_object* o) const { json_object_put(o); }
+};
+using JsonPtr = std::unique_ptr<json_object, JsonDeleter>;
+
+// `text` as one JSON object. Throws ParseError "<what>: not JSON (...)" or
+// "<what>: expected a JSON object".
+JsonPtr json_parse_object(const std::string& text, const std::string& what);
+
+// o[key], or null when o is null or has no such member.
+json_object* json_member(json_object* o, const char* key);
+
+// o[key] as a string: "" when absent or null; ParseError
+// "<what>: <path><key>: expected a string" when it is another type.
+std::string json_string_at(json_object* o, const char* key, const std::string& what, const std::string& path);
+
+// o[key] as an object of strings (empty when absent or null); ParseError
+// naming the member that is not.
+std::map<std::string, std::string> json_string_map(json_object* o, const char* key, const std::string& what,
+                                                   const std::string& path);
+
+}  // namespace m2g

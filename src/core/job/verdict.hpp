@@ -1,0 +1,40 @@
+// m2g core: what m2g decided about a job, as types every part shares:
+// admission's verdict and why a job waits for placement. They travel in
+// the job's AdminComment (annotation.hpp) and are read back from there as
+// these types, never from prose.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace m2g {
+
+// Admission's decision at submission and at every release pass
+// (admission.hpp).
+enum class Verdict { Admit, Defer, Pace, Reject };
+const char* to_string(Verdict v);
+
+// Why select/m2g makes a job wait: the engine's causes (NvlinkDomain,
+// Switch, Nodes, Other) and the signals gate's (gate(), admission.hpp).
+// Typed where the wait is decided, carried in AdminComment as wait=
+// (annotation.hpp), so `m2g explain` and `m2g status` never read the
+// reason sentence to tell them apart.
+enum class WaitCause {
+    None,          // the job does not wait
+    NvlinkDomain,  // no NVLink domain (or set of them) has its free healthy nodes
+    Switch,        // no leaf or spine switch has them below it
+    Nodes,         // too few free healthy nodes under any one switch
+    SitePower,     // the site's power headroom cannot take the job
+    RackPower,     // racks over budget took the nodes it needs
+    RowPower,      // rows over budget took the nodes it needs
+    Pacing,        // the pacing interval's allowance is spent
+    Maintenance,   // maintenance windows took the nodes it needs
+    Failsafe,      // SignalsFailSafe=defer holds deferrable work
+    NodesDown,     // nodes the signals mark down took the nodes it needs
+    Other,         // anything else
+};
+const char* to_string(WaitCause c);  // kw::kWaitCauses: "nvlink-domain", ...; "" for None
+// The cause `key` names (a kw::kWaitCauses value other than ""), or nullopt.
+std::optional<WaitCause> wait_cause_from(std::string_view key);
+
+}  // namespace m2g

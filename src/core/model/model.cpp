@@ -1,0 +1,75 @@
+// m2g core: model queries.
+#include "core/model/model.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace m2g {
+
+const char* to_string(SwitchLevel level)
+{
+    switch (level) {
+    case SwitchLevel::Leaf:
+        return "leaf";
+    case SwitchLevel::Spine:
+        return "spine";
+    case SwitchLevel::Core:
+        return "core";
+    }
+    return "?";
+}
+
+namespace {
+template <typename Map>
+int lookup(const Map& m, std::string_view name)
+{
+    auto it = m.find(name);
+    return it == m.end() ? kNone : it->second;
+}
+}  // namespace
+
+const PlacementPolicy& Model::policy_for(std::string_view partition) const
+{
+    auto it = partition_policy.find(partition);
+    return it == partition_policy.end() ? policy : it->second;
+}
+
+int Model::find_node(std::string_view name) const { return lookup(node_index, name); }
+int Model::find_domain(std::string_view name) const { return lookup(domain_index, name); }
+int Model::find_switch(std::string_view name) const { return lookup(switch_index, name); }
+
+int Model::total_gpus() const
+{
+    int n = 0;
+    for (const Node& node : nodes)
+        n += node.gpus;
+    return n;
+}
+
+std::vector<int> Model::roots() const
+{
+    std::vector<int> out;
+    for (size_t i = 0; i < switches.size(); ++i)
+        if (switches[i].parent == kNone)
+            out.push_back(static_cast<int>(i));
+    return out;
+}
+
+std::vector<int> Model::unattached_domains() const
+{
+    std::vector<int> out;
+    for (size_t i = 0; i < domains.size(); ++i)
+        if (domains[i].parent == kNone)
+            out.push_back(static_cast<int>(i));
+    return out;
+}
+
+std::vector<int> Model::nodes_in_rank_order() const
+{
+    std::vector<int> out(nodes.size());
+    std::iota(out.begin(), out.end(), 0);
+    std::sort(out.begin(), out.end(), [&](int a, int b) { return nodes[a].rank < nodes[b].rank; });
+    return out;
+}
+
+}  // namespace m2g

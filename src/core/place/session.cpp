@@ -1,0 +1,564 @@
+// m2g core: the placement session (see session.hpp).
+#include "core/place/session.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <utility>
+
+#include "core/job/annotation.hpp"
+#include "core/model/cluster_state.hpp"
+#include "core/model/config.hpp"
+#include "core/base/error.hpp"
+#include "core/job/intent.hpp"
+#include "core/model/span.hpp"
+#include "core/base/keys.hpp"
+
+namespace m2g {
+
+namespace {
+
+std::vector<std::string> names(const Model& m, const std::vector<int>& idx, bool switches)
+{
+    std::vector<std::string> out;
+    for (int i : idx)
+        out.push_back(switches ? m.switches[i].name : m.domains[i].name);
+    return out;
+}
+
+// Outcome::signals_note is " signals=<what the gate avoided>" (session.hpp).
+constexpr std::string_view kSignalsNote = " signals=";
+
+// The placement part of a job that waits under `policy` because of `wait`
+// (None, a gate without notes, is written as Other), said as `reason`.
+PlacementAnnotation waiting_part(const std::string& policy, WaitCause wait, const std::string& reason)
+{
+    PlacementAnnotation a;
+    a.state = PlacementState::Waiting;
+    a.policy = policy;
+    a.wait = wait == WaitCause::None ? WaitCause::Other : wait;
+    a.reason = reason;
+    return a;
+}
+
+// The AdminComment placement text of a job the signals gate keeps waiting.
+std::string waiting_text(const std::string& policy, const GateResult& gate)
+{
+    PlacementAnnotation a = waiting_part(policy, gate.wait, gate.reason);
+    a.over = gate.over;
+    return format(a);
+}
+
+// ... of a job no placement serves now, with the gate's `signals` notes ("" none)
+// and the start of its prefer wait (0: none runs).
+std::string waiting_text(const std::string& policy, const Placement& p, const std::string& signals,
+                         int64_t prefer_since)
+{
+    PlacementAnnotation a = waiting_part(policy, p.wait, p.reason);
+    a.need = p.need;
+    a.prefer_since = prefer_since;
+    a.signals = signals;
+    return format(a);
+}
+
+// ... of a job cons_tres placed alone (locality any), with the gate's notes.
+std::string stock_text(const std::string& policy, const std::string& signals)
+{
+    PlacementAnnotation a;
+    a.state = PlacementState::Stock;
+    a.policy = policy;
+    a.signals = signals;
+    return format(a);
+}
+
+}  // namespace
+
+int job_node_count(uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes)
+{
+    return static_cast<int>(req_nodes > min_nodes ? std::min(req_nodes, max_nodes ? max_nodes : req_nodes)
+                                                  : min_nodes);
+}
+
+SelectVerdict Outcome::verdict_after(bool accepted) const
+{
+    if (offer != Offer::Narrowed || accepted)
+        return verdict;
+    return fallback_to_allowed ? SelectVerdict::Stock : SelectVerdict::Waiting;
+}
+
+PlacementSession::PlacementSession(SessionLog log, int64_t started_at)
+    : log_(std::move(log)),
+      stats_(kw::kPluginSelect, started_at),
+      stats_writer_(stats_, kw::kPluginSelect, "select/m2g", log_.log)
+{
+}
+
+PlacementSession::~PlacementSession()
+{
+    shutdown();
+}
+
+void PlacementSession::error(const std::string& msg) const
+{
+    if (log_.log)
+        log_.log(LogLevel::Error, msg);
+}
+
+size_t PlacementSession::model_nodes() const
+{
+    return model_ ? model_->nodes.size() : 0;
+}
+
+int PlacementSession::find_node(std::string_view name) const
+{
+    return model_ ? model_->find_node(name) : -1;
+}
+
+bool PlacementSession::load(const std::string& conf_path, int64_t now)
+{
+    try {
+        std::string text = read_text_file(conf_path);
+        if (model_ && text == conf_text_) {
+            if (log_.debug)
+                log_.debug("m2g.conf unchanged; model and signals feed stay");
+            return false;
+        }
+        auto m = std::make_unique<Model>(build_model(parse_m2g_conf(text, conf_path)));
+        conf_text_ = std::move(text);
+        replace_model(std::move(m));
+        // Like the signals feed below: a new model never places a job
+        // before it has read its HealthFile.
+        refresh_health(now);
+        const AdmissionPolicy& ap = model_->admission;
+        stats_writer_.start(ap.stats_dir);
+        if (!ap.signals_file.empty()) {
+            feed_ = std::make_unique<SignalFeed>(ap.signals_file, ap.signals_ttl_sec, ap.failsafe, *model_, log_.log);
+            feed_->refresh(now);  // never publish a feed that has not read its file
+            feed_->start(ap.signals_poll_sec);
+        }
+        if (log_.verbose)
+            log_.verbose("m2g.conf loaded: " + std::to_string(model_->nodes.size()) + " nodes, " +
+                         std::to_string(model_->domains.size()) + " NVLink domains");
+        return true;
+    } catch (const std::exception& e) {
+        error(std::string(e.what()) +
+              (model_ ? "; keeping the previous m2g.conf in force" : "; jobs are placed by cons_tres alone"));
+    }
+    return false;
+}
+
+// A new model takes over: the feed (it refers to the old model) stops, the
+// engine is rebuilt, and booked starts, pacing and merged health go.
+void PlacementSession::replace_model(std::unique_ptr<Model> m)
+{
+    if (feed_)
+        feed_->stop();
+    feed_.reset();
+    signals_ = nullptr;
+    engine_ = std::make_unique<Engine>(*m);
+    model_ = std::move(m);
+    // The old model's health is indexed by its nodes: it goes too, and
+    // the new HealthFile (if any) is read at once.
+    health_ = ClusterState{};
+    health_mtime_ = 0;
+    health_checked_ = 0;
+    merged_for_ = nullptr;
+    merged_health_mtime_ = -1;
+    started_.clear();
+    pacer_.clear();
+}
+
+void PlacementSession::adopt(const Model& model, SignalsSource signals, ClusterState health)
+{
+    stats_writer_.stop();
+    auto m = std::make_unique<Model>(model);
+    m->policy.health_file.clear();  // `health` stands in for it
+    replace_model(std::move(m));
+    conf_text_.clear();  // a later load() builds its model anew
+    signals_ = std::move(signals);
+    health_ = std::move(health);
+    prefer_.clear();
+}
+
+SignalsView PlacementSession::signals_view(int64_t now) const
+{
+    if (feed_)
+        return feed_->view(now);
+    return signals_ ? signals_(now) : SignalsView{};
+}
+
+void PlacementSession::shutdown()
+{
+    stats_writer_.stop();  // writes the last counts
+    if (feed_)
+        feed_->stop();
+    feed_.reset();
+    engine_.reset();
+    model_.reset();
+}
+
+JobIntent PlacementSession::intent_of(const JobFacts& job) const
+{
+    try {
+        return decode_intent(job.spank_env);
+    } catch (const std::exception& e) {
+        error("JobId=" + std::to_string(job.job_id) + ": " + e.what() + "; using the defaults");
+        return {};
+    }
+}
+
+void PlacementSession::refresh_health(int64_t now)
+{
+    const std::string& path = model_->policy.health_file;
+    if (path.empty() || now - health_checked_ < 5)
+        return;
+    health_checked_ = now;
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0 || st.st_mtime == health_mtime_)
+        return;
+    try {
+        health_ = read_state_json(path, *model_).health;
+        health_mtime_ = st.st_mtime;
+        if (log_.verbose)
+            log_.verbose("health feed " + path + " read");
+    } catch (const std::exception& e) {
+        health_mtime_ = st.st_mtime;  // warn once per version of the file
+        error(std::string("health feed: ") + e.what() + "; keeping the last good state");
+    }
+}
+
+// HealthFile state OR the snapshot's health, cached per (snapshot, file).
+const ClusterState& PlacementSession::merged_health(const std::shared_ptr<const Signals>& snap)
+{
+    if (snap == merged_for_ && health_mtime_ == merged_health_mtime_)
+        return merged_;
+    merged_ = health_;
+    auto merge = [](std::vector<uint8_t>& into, const std::vector<uint8_t>& from) {
+        if (from.empty())
+            return;
+        into.resize(from.size());
+        for (size_t i = 0; i < from.size(); ++i)
+            into[i] = into[i] || from[i];
+    };
+    if (snap) {
+        merge(merged_.node_degraded, snap->health.node_degraded);
+        merge(merged_.domain_nvlink_fault, snap->health.domain_nvlink_fault);
+        merge(merged_.domain_over_limit, snap->health.domain_over_limit);
+    }
+    merged_for_ = snap;
+    merged_health_mtime_ = health_mtime_;
+    return merged_;
+}
+
+// kW per domain of jobs started after the snapshot was written.
+const std::vector<double>& PlacementSession::started_kw(const Signals* snap)
+{
+    const int64_t since = snap ? snap->generated_at : 0;
+    while (!started_.empty() && (started_.front().time < since || started_.size() > 100000))
+        started_.pop_front();
+    started_kw_.assign(model_->domains.size(), 0.0);
+    if (!snap)
+        return started_kw_;  // gate() weighs starts against a snapshot's draw only
+    for (const auto& st : started_)
+        if (st.domain >= 0 && st.time >= since)
+            started_kw_[st.domain] += st.kw;
+    return started_kw_;
+}
+
+Outcome PlacementSession::decide(const JobFacts& job, const std::vector<uint8_t>& offered, int offered_total,
+                                 const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at)
+{
+    try {
+        return decide_impl(job, offered, offered_total, free_gpus, mode, now, free_at);
+    } catch (const std::exception& e) {
+        error("JobId=" + std::to_string(job.job_id) + ": " + e.what() + "; cons_tres decides alone");
+    } catch (...) {
+        error("JobId=" + std::to_string(job.job_id) + ": unexpected error; cons_tres decides alone");
+    }
+    return Outcome{};
+}
+
+Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uint8_t>& offered, int offered_total,
+                                      const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at)
+{
+    Outcome o;  // Stock: cons_tres decides alone
+    // Jobs that name their nodes or want contiguous ones keep Slurm's way.
+    if (!model_ || job.names_nodes)
+        return o;
+    if (offered.size() != model_->nodes.size())
+        throw Error("the offer covers " + std::to_string(offered.size()) + " nodes, the model has " +
+                    std::to_string(model_->nodes.size()) + " (a bug in the select adapter)");
+    JobIntent intent = intent_of(job);
+    const PlacementPolicy& pol = model_->policy_for(job.partition);
+    std::string policy = locality_string(intent);
+    if (policy.empty()) {
+        policy = pol.default_topology;
+        apply_option(intent, kw::kOptTopology, policy, 0);
+    }
+    o.policy = policy;
+
+    refresh_health(now);
+    const SignalsView view = signals_view(now);
+    const bool planning = mode != SelectMode::RunNow;
+    const bool run_now = mode == SelectMode::RunNow;
+
+    // Live signals first (maintenance, nodes down, rack/row/site power,
+    // pacing): they bound every placement, also cons_tres's own.
+    GateRequest gr;
+    gr.intent = intent;
+    gr.gpus_per_node = job.gpus_per_node;
+    gr.nodes = job.nodes;
+    gr.time_limit_s = job.time_limit_s;
+    gr.now = now;
+    // Offered nodes; gate() clears the ones it rules out.
+    usable_ = offered;
+    // Test-only asks whether the job could ever run (at submission, and a
+    // "no" rejects it): passing signals (power, maintenance) must not
+    // answer that.
+    GateResult gate;
+    if (mode == SelectMode::TestOnly)
+        heat_.assign(model_->domains.size(), 0.0);
+    else
+        gate = m2g::gate(*model_, view, gr, started_kw(view.snap.get()), &pacer_, usable_, heat_);
+    if (gate.blocked) {
+        o.offer = Outcome::Offer::Refuse;
+        o.verdict = SelectVerdict::Blocked;
+        o.reason = gate.reason;
+        if (run_now)
+            o.annotation_now = waiting_text(policy, gate);
+        return o;
+    }
+    // What gate() ruled out leaves Slurm's offer too, so no path below
+    // (cons_tres alone included) uses those nodes.
+    allowed_ = usable_;
+    if (gate.trimmed_nodes > 0)
+        for (size_t mi = 0; mi < offered.size(); ++mi)
+            if (offered[mi] && !allowed_[mi])
+                o.ruled_out.push_back(static_cast<int>(mi));
+    const int64_t left = int64_t(offered_total) - int64_t(o.ruled_out.size());
+    if (left < job.min_nodes) {
+        o.offer = Outcome::Offer::Refuse;
+        o.verdict = SelectVerdict::Blocked;
+        o.reason = gate.reason;
+        if (run_now)
+            o.annotation_now = waiting_text(policy, gate);
+        return o;
+    }
+    // Starts are booked in job_started() (a successful test here may
+    // still not start: preemption, a later failure).
+    if (intent.locality == Locality::Any) {
+        if (run_now && !gate.reason.empty())
+            o.annotation_accepted = stock_text(locality_string(intent), gate.reason);
+        return o;
+    }
+
+    // fill_usable(now): the allowed nodes that have the job's GPUs free
+    // now; with now == false, every allowed node (planning asks about the
+    // future: when could the job run, and where).
+    const int gpn = job.gpus_per_node;
+    auto fill_usable = [&](bool free_now) {
+        for (size_t mi = 0; mi < allowed_.size(); ++mi)
+            usable_[mi] = allowed_[mi] && (!free_now || gpn == 0 || free_gpus(static_cast<int>(mi)) >= gpn);
+    };
+    PlacementRequest req;
+    req.nodes = job.nodes;
+    req.segment = intent.segment;
+    req.locality = intent.locality;
+    req.level = intent.level;
+    req.spare_per_domain = pol.spare_per_domain;
+    // The prefer wait runs from the first run-now test in which the job
+    // could have started (a lesser placement was free), not from its
+    // submission: a job that spent hours behind others in the queue has
+    // not yet waited for its domain at all.
+    const bool prefer = intent.locality == Locality::Prefer;
+    int64_t since = prefer ? clock_of(job, now) : 0;
+    auto wait_over = [&] { return job.wait_over || (since > 0 && now - since >= pol.prefer_wait_sec); };
+    req.fallback = prefer && wait_over();
+    ClusterState state = merged_health(view.snap);
+    state.domain_heat = heat_;  // prefer cooler racks among equal fits
+    // Placements on nodes free now come first, also when planning, so
+    // backfill starts what can start now; planning then looks further.
+    fill_usable(true);
+    Placement p = engine_->place(req, usable_, state);
+    if (!p.ok && prefer && !req.fallback && run_now) {
+        // Short of its intent: could it start now on a lesser placement?
+        // Then its clock starts (or runs on), and once it has run out the
+        // lesser placement is taken.
+        PlacementRequest lesser = req;
+        lesser.fallback = true;
+        Placement q = engine_->place(lesser, usable_, state);
+        if (q.ok) {
+            if (since == 0) {
+                since = now;
+                prefer_[job.job_id] = PreferClock{now, now};
+                o.clock_started = true;
+            }
+            if (wait_over()) {
+                req.fallback = true;
+                p = std::move(q);
+            }
+        }
+    }
+    if (!p.ok && planning) {
+        // When and where could it run: on the nodes that free first when
+        // the adapter knows (Slurm's backfill then reserves those), else
+        // anywhere allowed.
+        if (mode == SelectMode::WillRun && free_at)
+            p = earliest_placement(req, state, free_at, now);
+        if (!p.ok) {
+            fill_usable(false);
+            p = engine_->place(req, usable_, state);
+        }
+    }
+    const std::string gate_note = gate.reason.empty() ? "" : std::string(kSignalsNote) + gate.reason;
+    if (prefer && !req.fallback && since > 0)
+        o.fallback_at = since + pol.prefer_wait_sec;
+
+    if (!p.ok) {
+        if (run_now)
+            o.annotation_now = waiting_text(policy, p, gate.reason, o.fallback_at > 0 ? since : 0);
+        o.signals_note = gate_note;
+        o.placement = std::move(p);
+        // Best effort is allowed: cons_tres decides on everything allowed.
+        if (req.locality == Locality::Prefer && req.fallback)
+            return o;
+        o.offer = Outcome::Offer::Refuse;
+        o.verdict = SelectVerdict::Waiting;
+        o.reason = o.placement.reason;
+        return o;
+    }
+    o.offer = Outcome::Offer::Narrowed;
+    o.verdict = SelectVerdict::Placed;
+    o.nodes = p.nodes;
+    // Prefer, wait over: cons_tres on everything allowed when it refuses the placement.
+    o.fallback_to_allowed = intent.locality != Locality::Strict && req.fallback;
+    o.annotate_placed = run_now;
+    o.score = p.score;
+    o.reason = p.reason;
+    o.signals_note = gate_note;
+    o.placement = std::move(p);
+    return o;
+}
+
+// The annotation after cons_tres chose nodes from the narrowed set.
+std::string PlacementSession::placed_annotation(const Outcome& o, const std::vector<std::string>& chosen_nodes) const
+{
+    if (!model_)
+        return "";
+    const Model& m = *model_;
+    const Span s = span_of(m, chosen_nodes);
+    std::vector<int> doms;
+    for (const auto& u : s.domains)
+        doms.push_back(u.domain);
+    PlacementAnnotation a;
+    a.state = PlacementState::Placed;
+    a.domains = names(m, doms, false);
+    a.leaves = names(m, s.leaf_switches, true);
+    a.policy = o.policy;
+    a.score = o.score;
+    a.reason = o.reason;
+    if (o.signals_note.rfind(kSignalsNote, 0) == 0)
+        a.signals = o.signals_note.substr(kSignalsNote.size());
+    return format(a);
+}
+
+// A job began: book its power per domain until the feed reports the new
+// draw, and its GPUs in the pacer while a curtailment event is active.
+void PlacementSession::job_started(const JobFacts& job, const std::vector<int>& model_nodes, int64_t now)
+{
+    if (!model_)
+        return;
+    try {
+        for (int mi : model_nodes)
+            if (mi < 0 || static_cast<size_t>(mi) >= model_->nodes.size())
+                throw Error("model node " + std::to_string(mi) + " out of range (a bug in the select adapter)");
+        prefer_.erase(job.job_id);
+        const JobIntent intent = intent_of(job);
+        const double node_kw = job.gpus_per_node * power_w_per_gpu(model_->admission, intent) / 1000.0;
+        for (int mi : model_nodes)
+            started_.push_back({now, model_->nodes[mi].domain, node_kw});
+        // Placement quality counts real starts only (a successful test may
+        // still not start: preemption, a later failure).
+        const int started = static_cast<int>(model_nodes.size());
+        if (started > 0)
+            stats_.placement(domains_spanned(*model_, model_nodes), fits_one_domain(*model_, started));
+        const SignalsView view = signals_view(now);
+        if (!active_events(view.snap.get(), now).empty())
+            pacer_.book(model_->admission, now, job.gpus_per_node * started, node_kw * started);
+    } catch (const std::exception& e) {
+        error("JobId=" + std::to_string(job.job_id) + ": " + e.what() + "; its start is not counted");
+    } catch (...) {
+        error("JobId=" + std::to_string(job.job_id) + ": unexpected error; its start is not counted");
+    }
+}
+
+int64_t PlacementSession::prefer_since(uint32_t job_id) const
+{
+    auto it = prefer_.find(job_id);
+    return it == prefer_.end() ? 0 : it->second.since;
+}
+
+// Job `job`'s prefer clock at `now` (0: none runs): the session's, else
+// the one an earlier slurmctld wrote into its AdminComment. Touches it, and
+// once an hour forgets clocks of jobs no test has seen for a day.
+int64_t PlacementSession::clock_of(const JobFacts& job, int64_t now)
+{
+    if (now - prefer_swept_ >= 3600) {
+        prefer_swept_ = now;
+        for (auto it = prefer_.begin(); it != prefer_.end();)
+            it = now - it->second.seen > kPreferClockIdleSec ? prefer_.erase(it) : std::next(it);
+    }
+    auto it = prefer_.find(job.job_id);
+    if (it == prefer_.end()) {
+        if (job.prefer_since <= 0 || job.prefer_since > now)
+            return 0;
+        it = prefer_.emplace(job.job_id, PreferClock{job.prefer_since, now}).first;
+    }
+    it->second.seen = now;
+    return it->second.since;
+}
+
+// Will-run: the placement the request accepts on the allowed nodes free
+// soonest. The allowed nodes' free times, ascending, are tried by bisection
+// for the first at which the engine places the job on the nodes free by
+// then (more free nodes never make a placement fail); the placement at that
+// time. !ok when even every allowed node is not enough.
+Placement PlacementSession::earliest_placement(const PlacementRequest& req, const ClusterState& state,
+                                               const FreeAt& free_at, int64_t now)
+{
+    free_time_.assign(allowed_.size(), 0);
+    times_.clear();
+    for (size_t mi = 0; mi < allowed_.size(); ++mi)
+        if (allowed_[mi]) {
+            free_time_[mi] = std::max(free_at(static_cast<int>(mi)), now);
+            times_.push_back(free_time_[mi]);
+        }
+    std::sort(times_.begin(), times_.end());
+    times_.erase(std::unique(times_.begin(), times_.end()), times_.end());
+    if (times_.empty())
+        return Placement{};
+    auto place_by = [&](size_t k) {
+        for (size_t mi = 0; mi < allowed_.size(); ++mi)
+            usable_[mi] = allowed_[mi] && free_time_[mi] <= times_[k];
+        return engine_->place(req, usable_, state);
+    };
+    size_t lo = 0, hi = times_.size() - 1;
+    Placement best = place_by(hi);
+    if (!best.ok)
+        return best;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        Placement q = place_by(mid);
+        if (q.ok) {
+            hi = mid;
+            best = std::move(q);
+        } else {
+            lo = mid + 1;
+        }
+    }
+    return best;
+}
+
+}  // namespace m2g

@@ -1,0 +1,263 @@
+// m2g core: the placement session — all of select/m2g's policy for one
+// slurmctld behind one facade, so every Slurm release's adapter (the 22.05
+// select_cons_tres wrapper, the 26.05 one) runs the same code:
+//
+//   load()         m2g.conf → model, engine, signals feed, stats writer;
+//                  a broken file keeps the model in force;
+//   decide()       one select_p_job_test: signals gate (maintenance, down
+//                  nodes, rack/row/site power, pacing), then locality
+//                  any / prefer / strict through the placement engine, the
+//                  prefer fallback and the AdminComment texts;
+//   job_started()  one select_p_job_begin: book the job's power per rack
+//                  until the feed reports it, its GPUs in the pacer, and
+//                  the placement counters.
+//
+// The adapter keeps only what reads or writes Slurm's structs: mapping
+// Slurm node indexes to model indexes (find_node), filling JobFacts from
+// job_record_t, calling cons_tres with the bitmaps an Outcome describes,
+// writing AdminComment with set_annotation(), and timing each call for
+// counters(). For one job_test:
+//
+//   Outcome o = s.decide(facts, offered, bit_set_count(bitmap), free_gpus, mode, now);
+//   clear o.ruled_out from the bitmap;
+//   write o.annotation_now (if any);
+//   Offer::Refuse    → fail;
+//   Offer::Stock     → cons_tres on the bitmap; accepted: write o.annotation_accepted (if any);
+//   Offer::Narrowed  → cons_tres on o.nodes only; accepted: those are the
+//                      job's nodes, and with o.annotate_placed write
+//                      placed_annotation(o, chosen names); refused and
+//                      o.fallback_to_allowed: cons_tres on the bitmap;
+//   count o.verdict_after(accepted).
+//
+// The simulator and `m2g place` run the same policy on a model they hold:
+// adopt() takes it with their signals and health instead of m2g.conf's
+// feeds, then decide() and job_started() as above (mode RunNow, the
+// simulated clock).
+//
+// No Slurm header, no globals. Not thread-safe: slurmctld calls the select
+// plugin under its job and node locks, which serialise the calls; the
+// signals feed and the stats writer run threads of their own.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/power/admission.hpp"
+#include "core/base/log.hpp"
+#include "core/model/model.hpp"
+#include "core/place/engine.hpp"
+#include "core/power/signals.hpp"
+#include "core/obs/stats.hpp"
+
+namespace m2g {
+
+// What a select_p_job_test call asks (Slurm's SELECT_MODE_*).
+enum class SelectMode {
+    RunNow,    // start the job now: the only mode that writes AdminComment
+    TestOnly,  // could the job ever run (submission): signals never block it
+    WillRun,   // when and where could it run (backfill, sbatch --test-only)
+};
+
+// What the adapter reads from job_record_t.
+struct JobFacts {
+    uint32_t job_id = 0;
+    std::string partition;               // "" none
+    std::vector<std::string> spank_env;  // spank_job_env: "KEY=VALUE" (the M2G_* intent)
+    int nodes = 1;                       // nodes the job needs (job_node_count())
+    int min_nodes = 1;                   // fewest nodes Slurm accepts for it
+    int gpus_per_node = 0;               // 0: none or unknown
+    int64_t time_limit_s = 0;            // <= 0: unlimited
+    // The prefer wait (PreferWaitSec=) counts from the first run-now test
+    // in which the job could have started on the nodes free then, with a
+    // placement short of its intent: the session keeps that clock. These
+    // two only seed or override it:
+    int64_t prefer_since = 0;  // the clock of an earlier slurmctld (AdminComment prefer_since=); 0 none
+    bool wait_over = false;    // the caller says the wait is over (`m2g place fallback=yes`, test-only)
+    bool names_nodes = false;  // named (-w) or contiguous nodes: Slurm decides alone
+};
+
+// The node count a job_test places for: req_nodes when above min_nodes
+// (capped by max_nodes when set), else min_nodes.
+int job_node_count(uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes);
+
+// GPUs free now on a model node (the adapter reads Slurm's gres state).
+// Only asked for nodes Slurm offers, and only when the job wants GPUs.
+using FreeGpus = std::function<int(int model_node)>;
+
+// When a model node is expected free of the jobs running on it now (epoch
+// s; 0 or anything up to now: free now): the latest end time of those
+// jobs. Will-run answers use it to plan the job on the nodes that free
+// first (the adapter reads running jobs' end times).
+using FreeAt = std::function<int64_t(int model_node)>;
+
+// What decide() tells the adapter to do with Slurm's bitmap.
+struct Outcome {
+    enum class Offer {
+        Stock,     // cons_tres decides on the whole (cleared) offer
+        Refuse,    // the job cannot start: fail without asking cons_tres
+        Narrowed,  // offer cons_tres only `nodes`
+    };
+    Offer offer = Offer::Stock;
+    // Model nodes the signals ruled out: clear them from Slurm's offer
+    // before any cons_tres call (also before a Refuse).
+    std::vector<int> ruled_out;
+    std::vector<int> nodes;            // Narrowed: the model nodes to offer
+    bool fallback_to_allowed = false;  // Narrowed refused by cons_tres: ask it again on the cleared offer
+    std::string annotation_now;        // write before calling cons_tres ("": none)
+    std::string annotation_accepted;   // Stock: write when cons_tres accepts ("": none)
+    bool annotate_placed = false;      // Narrowed accepted: write placed_annotation()
+
+    // The verdict to count, once cons_tres answered (`accepted`; ignored
+    // for Refuse and Stock): Narrowed accepted → Placed; refused →
+    // Stock when it fell back, else Waiting.
+    SelectVerdict verdict_after(bool accepted) const;
+
+    // For verdict_after() and placed_annotation().
+    SelectVerdict verdict = SelectVerdict::Stock;
+    std::string policy;        // "strict:nvlink", ...
+    double score = 0;          // the engine's placement
+    std::string reason;        // Narrowed: the engine's; Refuse: why the job waits
+    std::string signals_note;  // " signals=<what the gate avoided>" or ""
+    // The engine's placement when it ran (Narrowed, or Refuse because no
+    // placement meets the intent): what `m2g place` reports.
+    Placement placement;
+    // Prefer locality, waiting for its intent although a lesser placement
+    // was free: when its prefer wait ends (epoch s; 0 no clock runs), and
+    // whether this call started the clock.
+    int64_t fallback_at = 0;
+    bool clock_started = false;
+};
+
+// Where the session logs: `log` (Info, Warning, Error; also the signals
+// feed's and the stats writer's sink), and the two levels below Info that
+// Slurm calls verbose() and debug(). Empty functions drop the lines.
+class PlacementSession {
+  public:
+    // `started_at` (epoch s) stamps the counters (m2g.stats/v1 started_at).
+    PlacementSession(SessionLog log, int64_t started_at);
+    ~PlacementSession();  // shutdown()
+    PlacementSession(const PlacementSession&) = delete;
+    PlacementSession& operator=(const PlacementSession&) = delete;
+
+    // (Re)load m2g.conf from `conf_path`. Unchanged text keeps everything;
+    // a new model replaces the engine, the signals feed (read once at
+    // `now` before it is used) and the stats writer, and forgets booked
+    // starts and pacing. On error the previous model stays in force (or
+    // none: cons_tres alone) and the reason is logged. Never throws.
+    // Returns true when a new model took over: the adapter rebuilds its
+    // node map.
+    bool load(const std::string& conf_path, int64_t now);
+
+    // Instead of load(): place on a copy of `model` with signals from
+    // `signals` (may be empty: none) and `health` standing in for
+    // HealthFile=. No file is read, no thread started, no counters
+    // written; booked starts and pacing are forgotten.
+    void adopt(const Model& model, SignalsSource signals, ClusterState health = {});
+
+    bool active() const { return model_ != nullptr; }
+    // Model nodes (0 without a model), and a node's model index or -1.
+    size_t model_nodes() const;
+    int find_node(std::string_view name) const;
+
+    // Decide one job_test. `offered`: per model node, whether Slurm offers
+    // it (sized model_nodes()); `offered_total`: every node Slurm offers,
+    // in the model or not (they count towards min_nodes). Never throws: an
+    // error is logged and cons_tres decides alone.
+    // With `free_at` (will-run only), a job that cannot start now is
+    // planned on the placement its intent accepts whose nodes free first;
+    // without it, on the best fit among all offered nodes as if all were
+    // free (the simulator offers the nodes free at the time it asks about).
+    Outcome decide(const JobFacts& job, const std::vector<uint8_t>& offered, int offered_total,
+                   const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at = nullptr);
+
+    // The AdminComment placement text once cons_tres chose
+    // `chosen_nodes` (Slurm node names) from a Narrowed offer.
+    std::string placed_annotation(const Outcome& o, const std::vector<std::string>& chosen_nodes) const;
+
+    // A job began on `model_nodes` (its nodes the model knows): book its
+    // power per domain until the feed's next snapshot, its GPUs in the
+    // pacer while an event is active, count the placement and drop its
+    // prefer clock. Never throws.
+    void job_started(const JobFacts& job, const std::vector<int>& model_nodes, int64_t now);
+
+    // Job `job_id`'s prefer clock: when it could first have started (epoch
+    // s), 0 when none runs.
+    int64_t prefer_since(uint32_t job_id) const;
+    // Prefer clocks held (jobs that were not tested for a day are forgotten).
+    size_t prefer_clocks() const { return prefer_.size(); }
+
+    // The decision counters, kept across reloads (the adapter counts each
+    // job_test's verdict and time here).
+    Counters& counters() { return stats_; }
+
+    // Write the last counts, stop the feed, drop the model (plugin fini).
+    void shutdown();
+
+  private:
+    struct Start {
+        int64_t time;
+        int domain;
+        double kw;
+    };
+    // A job's prefer wait: since when it could have started, and when a
+    // test last saw it (jobs cancelled while pending are never started;
+    // their clocks go after kPreferClockIdleSec).
+    struct PreferClock {
+        int64_t since;
+        int64_t seen;
+    };
+    static constexpr int64_t kPreferClockIdleSec = 86400;
+
+    Outcome decide_impl(const JobFacts& job, const std::vector<uint8_t>& offered, int offered_total,
+                        const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at);
+    Placement earliest_placement(const PlacementRequest& req, const ClusterState& state, const FreeAt& free_at,
+                                 int64_t now);
+    JobIntent intent_of(const JobFacts& job) const;
+    int64_t clock_of(const JobFacts& job, int64_t now);
+    void replace_model(std::unique_ptr<Model> m);
+    SignalsView signals_view(int64_t now) const;
+    void refresh_health(int64_t now);
+    const ClusterState& merged_health(const std::shared_ptr<const Signals>& snap);
+    const std::vector<double>& started_kw(const Signals* snap);
+    void error(const std::string& msg) const;
+
+    SessionLog log_;
+    std::unique_ptr<Model> model_;
+    std::unique_ptr<Engine> engine_;
+    std::string conf_text_;  // the m2g.conf the model was built from
+    // HealthFile=: re-read when it changes, checked at most every 5 s.
+    ClusterState health_;
+    int64_t health_mtime_ = 0;
+    int64_t health_checked_ = 0;
+    // SignalsFile=: its own poll thread parses it; decide() only takes
+    // the published snapshot.
+    std::unique_ptr<SignalFeed> feed_;
+    SignalsSource signals_;  // adopt()'s, when there is no feed
+    // HealthFile state merged with the snapshot's health, rebuilt when
+    // either changes.
+    ClusterState merged_;
+    std::shared_ptr<const Signals> merged_for_;  // held, so its address cannot be reused
+    int64_t merged_health_mtime_ = -1;
+    // Power of jobs started since the snapshot in force was written.
+    std::deque<Start> started_;
+    Pacer pacer_;  // GPU starts during curtailment
+    std::unordered_map<uint32_t, PreferClock> prefer_;  // by job id
+    int64_t prefer_swept_ = 0;
+    Counters stats_;
+    StatsWriter stats_writer_;
+    // Scratch, reused between calls.
+    std::vector<uint8_t> usable_;    // per model node
+    std::vector<uint8_t> allowed_;   // per model node
+    std::vector<int64_t> free_time_;  // per model node: earliest_placement()'s
+    std::vector<int64_t> times_;
+    std::vector<double> started_kw_;  // per domain
+    std::vector<double> heat_;        // per domain
+};
+
+}  // namespace m2g

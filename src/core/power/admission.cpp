@@ -1,0 +1,863 @@
+// m2g core: admission — the policy behind job_submit/m2g (decide), select/m2g
+// (gate), `m2g` and the simulator. See admission.hpp and m2g.conf(5),
+// ADMISSION AND SIGNALS.
+#include "core/power/admission.hpp"
+
+#include "core/job/annotation.hpp"
+#include "core/base/keys.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+
+namespace m2g {
+
+// ---- power and consent ------------------------------------------------------
+
+const std::vector<ClassPowerDefault>& class_power_defaults()
+{
+    // Per-GPU power of NVIDIA A100s in two production LLM clusters:
+    // ../shared/data/acme2023_power_thermal_cdf.csv, metric gpu_power (W),
+    // the larger of clusters kalos and seren at the class's cdf_pct,
+    // interpolated linearly between the CDF's points, rounded to 1 W.
+    // Heavier, steadier work sits higher in the distribution. The CDF is
+    // A100 data; set DefaultPowerPerGpuW or PowerPerGpuW for other GPUs.
+    // test_admission.cpp recomputes every value from the CSV.
+    static const std::vector<ClassPowerDefault> kDefaults = {
+        {WorkloadClass::Unset, 90, 404},      // kalos p90 403.6 W (seren 395.1)
+        {WorkloadClass::Training, 95, 413},   // kalos p95 413.0 W (seren 407.7)
+        {WorkloadClass::Finetune, 90, 404},   // kalos p90 403.6 W
+        {WorkloadClass::Inference, 50, 101},  // kalos p50 101.4 W (seren 96.5)
+        {WorkloadClass::Batch, 75, 372},      // kalos p75 371.8 W (seren 290.2)
+        {WorkloadClass::Benchmark, 99, 440},  // kalos p99 439.7 W (seren 436.6)
+        {WorkloadClass::Dataproc, 50, 101},   // kalos p50 101.4 W
+        {WorkloadClass::Agentic, 50, 101},    // kalos p50 101.4 W
+    };
+    return kDefaults;
+}
+
+namespace {
+
+int class_index(WorkloadClass c)
+{
+    const int i = static_cast<int>(c);
+    return i >= 0 && i < 8 ? i : 0;
+}
+
+}  // namespace
+
+double power_w_per_gpu(const AdmissionPolicy& p, const JobIntent& intent)
+{
+    if (intent.power_w_per_gpu > 0)
+        return intent.power_w_per_gpu;
+    const ClassPolicy& cp = p.classes[class_index(intent.workload_class)];
+    if (cp.power_w_per_gpu > 0)
+        return cp.power_w_per_gpu;
+    if (p.default_power_w_per_gpu > 0)
+        return p.default_power_w_per_gpu;
+    for (const ClassPowerDefault& d : class_power_defaults())
+        if (d.cls == intent.workload_class)
+            return d.watts;
+    return class_power_defaults().front().watts;
+}
+
+bool is_deferrable(const AdmissionPolicy& p, const JobIntent& intent)
+{
+    switch (intent.defer) {
+    case DeferConsent::Ok:
+    case DeferConsent::Until:
+        return true;
+    case DeferConsent::No:
+        return false;
+    case DeferConsent::Unset:
+        break;
+    }
+    return p.classes[class_index(intent.workload_class)].deferrable;
+}
+
+// ---- pacing -----------------------------------------------------------------
+
+namespace {
+
+constexpr size_t kMaxSlots = 10000;  // about a week of 60 s intervals
+
+int64_t interval_of(const AdmissionPolicy& p)
+{
+    return p.pace_interval_sec > 0 ? p.pace_interval_sec : 60;
+}
+
+bool pacing_limits(const AdmissionPolicy& p)
+{
+    return p.ramp_rate_kw_per_min > 0 || p.pace_gpus_per_interval > 0;
+}
+
+// The start of the interval holding `t` (intervals are aligned to
+// multiples of their length since the epoch).
+int64_t slot_start(int64_t t, int64_t iv)
+{
+    return t - ((t % iv) + iv) % iv;
+}
+
+bool slot_fits(const AdmissionPolicy& p, int slot_gpus, double slot_kw, int gpus, double kw)
+{
+    if (slot_gpus <= 0 && slot_kw <= 0)
+        return true;  // an empty interval takes any job, even one larger than its allowance
+    if (p.pace_gpus_per_interval > 0 && slot_gpus + gpus > p.pace_gpus_per_interval)
+        return false;
+    const double kw_cap = p.ramp_rate_kw_per_min * static_cast<double>(interval_of(p)) / 60.0;
+    if (p.ramp_rate_kw_per_min > 0 && slot_kw + kw > kw_cap + 1e-9)
+        return false;
+    return true;
+}
+
+}  // namespace
+
+int64_t Pacer::reserve(const AdmissionPolicy& p, int64_t now, int gpus, double kw)
+{
+    if (!pacing_limits(p))
+        return now;
+    const int64_t iv = interval_of(p);
+    const int64_t cur = slot_start(now, iv);
+    while (!slots_.empty() && slots_.front().start < cur)
+        slots_.pop_front();
+    int64_t t = cur;
+    size_t i = 0;
+    // Each step passes one booked slot, so this ends after slots_.size()+1.
+    while (true) {
+        if (i < slots_.size() && slots_[i].start == t) {
+            if (slot_fits(p, slots_[i].gpus, slots_[i].kw, gpus, kw)) {
+                slots_[i].gpus += gpus;
+                slots_[i].kw += kw;
+                return t == cur ? now : t;
+            }
+            ++i;
+            t += iv;
+            continue;
+        }
+        // No booking at t: the interval is empty.
+        if (slots_.size() >= kMaxSlots)
+            return t;  // bounded: the start is right, only the booking is dropped
+        slots_.insert(slots_.begin() + static_cast<std::ptrdiff_t>(i), Slot{t, gpus, kw});
+        return t == cur ? now : t;
+    }
+}
+
+bool Pacer::fits_now(const AdmissionPolicy& p, int64_t now, int gpus, double kw) const
+{
+    if (!pacing_limits(p))
+        return true;
+    const int64_t cur = slot_start(now, interval_of(p));
+    for (const Slot& s : slots_)
+        if (s.start == cur)
+            return slot_fits(p, s.gpus, s.kw, gpus, kw);
+    return true;
+}
+
+void Pacer::book(const AdmissionPolicy& p, int64_t now, int gpus, double kw)
+{
+    if (!pacing_limits(p))
+        return;
+    const int64_t cur = slot_start(now, interval_of(p));
+    while (!slots_.empty() && slots_.front().start < cur)
+        slots_.pop_front();
+    if (!slots_.empty() && slots_.front().start == cur) {
+        slots_.front().gpus += gpus;
+        slots_.front().kw += kw;
+    } else if (slots_.size() < kMaxSlots) {
+        slots_.push_front(Slot{cur, gpus, kw});
+    }
+}
+
+int Pacer::gpus_in_interval(const AdmissionPolicy& p, int64_t now) const
+{
+    const int64_t cur = slot_start(now, interval_of(p));
+    for (const Slot& s : slots_)
+        if (s.start == cur)
+            return s.gpus;
+    return 0;
+}
+
+// ---- decide -----------------------------------------------------------------
+
+namespace {
+
+std::string kw1(double kw)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f", kw);
+    return buf;
+}
+
+std::string num(double v)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
+// AdminComment-safe: one line, no ';' or ']'.
+std::string one_line(std::string s)
+{
+    for (char& c : s) {
+        if (c == ';')
+            c = ',';
+        else if (c == ']')
+            c = ')';
+        else if (c == '\n' || c == '\r' || c == '\t')
+            c = ' ';
+    }
+    return s;
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep)
+{
+    std::string out;
+    for (const std::string& s : v)
+        out += (out.empty() ? "" : sep) + s;
+    return out;
+}
+
+std::string class_name(WorkloadClass c)
+{
+    return c == WorkloadClass::Unset ? "none" : to_string(c);
+}
+
+std::string consent_name(const JobIntent& i)
+{
+    switch (i.defer) {
+    case DeferConsent::Ok:
+        return "ok";
+    case DeferConsent::No:
+        return "no";
+    case DeferConsent::Until:
+        return "until=" + format_utc(i.defer_until);
+    case DeferConsent::Unset:
+        break;
+    }
+    return "default";
+}
+
+// "(site -25%)", "(rack nvl03 -40 kW)"
+std::string event_desc(const CurtailmentEvent& e)
+{
+    std::string scope = e.scope == EventScope::Site ? "site"
+                        : e.scope == EventScope::Row ? "row " + e.scope_name
+                                                     : "rack " + e.scope_name;
+    const std::string cut = e.curtail_pct > 0 ? "-" + num(e.curtail_pct) + "%" : "-" + num(e.curtail_kw) + " kW";
+    return "(" + scope + " " + cut + ")";
+}
+
+// Who is privileged, and by which key: "account ops (PrivilegedAccounts=)".
+std::string privileged_by(const AdmissionPolicy& p, const AdmissionRequest& r)
+{
+    const auto& acc = p.privileged_accounts;
+    if (!r.account.empty() && std::find(acc.begin(), acc.end(), r.account) != acc.end())
+        return "account " + r.account + " (" + kw::kPrivilegedAccounts + "=)";
+    for (const std::string& g : r.groups)
+        if (std::find(p.privileged_groups.begin(), p.privileged_groups.end(), g) != p.privileged_groups.end())
+            return "group " + g + " (" + kw::kPrivilegedGroups + "=)";
+    return "";
+}
+
+// Who is exempt from deferral, and by which key; "" nobody.
+std::string exempt_by(const AdmissionPolicy& p, const AdmissionRequest& r)
+{
+    const auto& acc = p.defer_exempt_accounts;
+    if (!r.account.empty() && std::find(acc.begin(), acc.end(), r.account) != acc.end())
+        return "account " + r.account + " (" + kw::kDeferExemptAccounts + "=)";
+    for (const std::string& g : r.groups)
+        if (std::find(p.defer_exempt_groups.begin(), p.defer_exempt_groups.end(), g) != p.defer_exempt_groups.end())
+            return "group " + g + " (" + kw::kDeferExemptGroups + "=)";
+    return "";
+}
+
+bool exempt(const AdmissionPolicy& p, const AdmissionRequest& r) { return !exempt_by(p, r).empty(); }
+
+// Maintenance windows on the candidate nodes overlapping [from, from+limit).
+struct MaintAt {
+    std::vector<const MaintenanceWindow*> windows;  // feed order
+    std::vector<int> avoid;  // candidate nodes in those windows, model order
+    int free = 0;            // candidate nodes in none of them and not down
+};
+
+MaintAt maintenance_at(const Model& m, const Signals& s, const std::vector<uint8_t>& cand, int64_t from,
+                       int64_t limit)
+{
+    MaintAt out;
+    const int64_t to = limit > 0 ? from + limit : 0;
+    std::vector<uint8_t> in(m.nodes.size(), 0);
+    for (const MaintenanceWindow& w : s.maintenance) {
+        if (!w.overlaps(from, to))
+            continue;
+        bool touches = false;
+        for (int n : w.nodes)
+            if (n >= 0 && static_cast<size_t>(n) < in.size() && cand[n]) {
+                in[n] = 1;
+                touches = true;
+            }
+        if (touches)
+            out.windows.push_back(&w);
+    }
+    for (size_t n = 0; n < in.size(); ++n) {
+        if (!cand[n])
+            continue;
+        if (in[n])
+            out.avoid.push_back(static_cast<int>(n));
+        else if (!(n < s.node_down.size() && s.node_down[n]))
+            ++out.free;
+    }
+    return out;
+}
+
+std::string window_ids(const std::vector<const MaintenanceWindow*>& ws)
+{
+    std::vector<std::string> ids;
+    for (const MaintenanceWindow* w : ws)
+        ids.push_back(w->id);
+    return join(ids, ",");
+}
+
+Decision decide_impl(const Model& m, const SignalsView& v, const AdmissionRequest& r, Pacer* pacer)
+{
+    const AdmissionPolicy& p = m.admission;
+    Decision d;
+    d.deferrable = is_deferrable(p, r.intent);
+    const double watts = power_w_per_gpu(p, r.intent);
+    d.power_kw = std::max(0, r.gpus) * watts / 1000.0;
+
+    // Every path ends here: one-line reason, message, and no begin time
+    // that is not later than the job could start anyway.
+    const int64_t t0 = std::max(r.now, r.user_begin);
+    auto done = [&](Verdict verdict, int64_t begin, std::string reason) {
+        d.verdict = verdict;
+        d.begin_time = begin;
+        if ((verdict == Verdict::Defer || verdict == Verdict::Pace) && begin <= t0) {
+            d.verdict = Verdict::Admit;
+            d.begin_time = 0;
+        }
+        if (d.verdict == Verdict::Admit)
+            d.begin_time = 0;
+        d.reason = one_line(std::move(reason));
+        if (d.verdict != Verdict::Reject)
+            d.message = "m2g: " + d.reason;
+        return d;
+    };
+
+    if (p.mode == AdmissionMode::Off)
+        return done(Verdict::Admit, 0, "admission off");
+
+    // 0. Reserved intent: only privileged accounts and groups.
+    if (r.check_reserved) {
+        const std::vector<std::string> reserved = reserved_uses(p, r.intent);
+        if (!reserved.empty()) {
+            const std::string who = privileged_by(p, r);
+            const std::string acct = r.account.empty() ? "(default)" : r.account;
+            if (who.empty()) {
+                const auto list = [](const std::vector<std::string>& names) {
+                    return names.empty() ? std::string("none") : join(names, ",");
+                };
+                d.message = "m2g: " + join(reserved, ", ") + " is reserved for privileged accounts (" +
+                            list(p.privileged_accounts) + ") and Unix groups (" + list(p.privileged_groups) +
+                            "), see PrivilegedTags= and PrivilegedClasses= in m2g.conf; account " + acct +
+                            (r.user.empty() ? "" : " (user " + r.user + ")") +
+                            " is not one of them. Submit without it, or ask an administrator.";
+                return done(Verdict::Reject, 0,
+                            "reject: " + join(reserved, ", ") + " reserved, account " + acct + " not privileged");
+            }
+            d.audit.push_back(join(reserved, ", ") + " (reserved) allowed for " + who);
+        }
+    }
+
+    const Signals* s = v.snap.get();
+    const int64_t deadline = r.intent.defer == DeferConsent::Until ? r.intent.defer_until : 0;
+    const bool deadline_reached = deadline > 0 && deadline <= t0;
+    const std::string tail = "class=" + class_name(r.intent.workload_class) + " consent=" + consent_name(r.intent) +
+                             ", " + kw1(d.power_kw) + " kW";
+    std::vector<std::string> notes;  // what an Admit says besides the tail
+    // "admit: <notes>, <tail>", "defer: <what>, <notes>, <tail>"
+    auto with_tail = [&](std::string head) {
+        for (size_t i = 0; i < notes.size(); ++i)
+            head += (i == 0 && head == "admit" ? ": " : ", ") + notes[i];
+        return head + ", " + tail;
+    };
+
+    // 1. Maintenance, for every job.
+    if (s && !s->maintenance.empty()) {
+        std::vector<uint8_t> cand(m.nodes.size(), r.candidate_nodes.empty() ? 1 : 0);
+        for (int n : r.candidate_nodes)
+            if (n >= 0 && static_cast<size_t>(n) < cand.size())
+                cand[n] = 1;
+        const MaintAt at = maintenance_at(m, *s, cand, t0, r.time_limit_s);
+        if (!at.windows.empty()) {
+            const std::string ids = window_ids(at.windows);
+            const bool steer = p.maintenance_action == MaintenanceAction::Steer;
+            if (steer && at.free >= r.nodes) {
+                d.avoid_nodes = at.avoid;
+                d.avoid_for = "maintenance " + ids;
+                notes.push_back("steering clear of maintenance " + ids + " (" + std::to_string(at.avoid.size()) +
+                                " nodes avoided)");
+            } else {
+                const MaintenanceWindow* first = at.windows.front();
+                for (const MaintenanceWindow* w : at.windows)
+                    if (w->start < first->start)
+                        first = w;
+                // Past the overlapping windows, then past those that
+                // overlap from there: each round leaves at least one
+                // window behind, so the loop is bounded by their number.
+                int64_t t = t0;
+                MaintAt cur = at;
+                for (size_t round = 0; round <= s->maintenance.size() && !cur.windows.empty(); ++round) {
+                    for (const MaintenanceWindow* w : cur.windows)
+                        t = std::max(t, w->end);
+                    cur = maintenance_at(m, *s, cand, t, r.time_limit_s);
+                    if (steer && cur.free >= r.nodes)
+                        break;
+                }
+                d.cause = "maintenance:" + first->id;
+                if (deadline > 0 && t > deadline) {
+                    const int64_t minutes = (first->start - t0) / 60;
+                    std::string fix = minutes > 0 ? "shorten --time to at most " + std::to_string(minutes) +
+                                                         " minutes or move the deadline (--m2g-defer=until=...) past " +
+                                                         format_utc(t)
+                                                   : "move the deadline (--m2g-defer=until=...) past " + format_utc(t);
+                    fix[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(fix[0])));
+                    d.message = "m2g: maintenance window " + first->id + " (" + format_utc(first->start) + " to " +
+                                format_utc(first->end) +
+                                ") covers the nodes this job can use within its time limit, and the job may not "
+                                "wait past its deadline " +
+                                format_utc(deadline) + " (--m2g-defer=until). " + fix + ".";
+                    return done(Verdict::Reject, 0,
+                                with_tail("reject: maintenance " + ids + " lasts until " + format_utc(t) +
+                                          ", past the deadline " + format_utc(deadline)));
+                }
+                return done(Verdict::Defer, t,
+                            with_tail("defer: maintenance " + ids + " until " + format_utc(t) + ", " +
+                                      std::to_string(at.free) + " nodes free outside it, job needs " +
+                                      std::to_string(r.nodes) + " (MaintenanceAction=" +
+                                      to_string(p.maintenance_action) + ")"));
+            }
+        }
+    }
+
+    // 2. Fail-safe hold: the feed is stale or missing and SignalsFailSafe=defer.
+    if (v.hold && d.deferrable) {
+        if (deadline_reached) {
+            notes.push_back("fail-safe hold skipped: deadline " + format_utc(deadline) + " reached");
+        } else {
+            int64_t begin = r.now + p.power_retry_sec;
+            if (deadline > 0)
+                begin = std::min(begin, deadline);
+            d.cause = "failsafe";
+            return done(Verdict::Defer, std::max(begin, t0),
+                        with_tail("defer: signals feed " + std::string(to_string(v.state)) +
+                                  " (SignalsFailSafe=defer holds deferrable work), re-check at " +
+                                  format_utc(std::max(begin, t0))));
+        }
+    }
+    const bool defer_ok = d.deferrable && !deadline_reached;
+
+    // 3. Curtailment: events active when the job could start.
+    const std::vector<const CurtailmentEvent*> events =
+        s ? active_events(s, t0) : std::vector<const CurtailmentEvent*>{};
+    bool site_event = false;
+    if (!events.empty()) {
+        const CurtailmentEvent* binding = events.front();  // the one ending last
+        const CurtailmentEvent* site = nullptr;            // the site event ending last
+        for (const CurtailmentEvent* e : events) {
+            if (e->end > binding->end)
+                binding = e;
+            if (e->scope == EventScope::Site && (!site || e->end > site->end))
+                site = e;
+        }
+        site_event = site != nullptr;
+        bool deferrable = defer_ok;
+        if (!d.deferrable && r.intent.defer == DeferConsent::No && !exempt(p, r)) {
+            if (p.no_defer_action == NoDeferAction::Reject) {
+                const std::string acct = r.account.empty() ? "(default)" : r.account;
+                const auto list = [](const std::vector<std::string>& names) {
+                    return names.empty() ? std::string("none") : join(names, ",");
+                };
+                const int64_t wait_min = std::max<int64_t>(1, (binding->end - r.now + 59) / 60);
+                d.cause = binding->id;
+                d.message = "m2g: demand-response event " + binding->id + " is active until " +
+                            format_utc(binding->end) + "; account " + acct +
+                            " may not use --m2g-defer=no during events (exempt accounts: " +
+                            list(p.defer_exempt_accounts) + ", groups: " + list(p.defer_exempt_groups) +
+                            "). Submit with --m2g-defer=ok, or --m2g-defer=until=now+" + std::to_string(wait_min) +
+                            "m (or any time after the event), or after " + format_utc(binding->end) + ".";
+                return done(Verdict::Reject, 0,
+                            with_tail("reject: DR event " + binding->id + " " + event_desc(*binding) + " until " +
+                                      format_utc(binding->end) + ", account " + acct +
+                                      " not exempt from deferral (NoDeferAction=reject)"));
+            }
+            d.converted = true;
+            d.deferrable = true;
+            deferrable = true;
+            notes.push_back("--m2g-defer=no converted to deferrable (NoDeferAction=convert)");
+        } else if (!d.deferrable && r.intent.defer == DeferConsent::No) {
+            d.audit.push_back("--m2g-defer=no honoured during DR event " + binding->id + " for exempt " +
+                              exempt_by(p, r));
+        }
+        const bool paced = pacing_limits(p) && pacer != nullptr && t0 == r.now;
+        auto pace_or_admit = [&](const CurtailmentEvent& e, const std::string& why) {
+            const std::string what = "DR event " + e.id + " " + event_desc(e) + " until " + format_utc(e.end);
+            d.cause = e.id;
+            if (!paced) {
+                notes.insert(notes.begin(), why + " during " + what);
+                return done(Verdict::Admit, 0, with_tail("admit"));
+            }
+            const int64_t begin = pacer->reserve(p, r.now, r.gpus, d.power_kw);
+            if (begin <= r.now) {
+                notes.insert(notes.begin(), why + " during " + what + ", paced: this interval has room");
+                return done(Verdict::Admit, 0, with_tail("admit"));
+            }
+            return done(Verdict::Pace, begin,
+                        with_tail("pace: " + why + " during " + what + ", GPUs start at " + format_utc(begin) +
+                                  " (RampRateKWPerMin=" + num(p.ramp_rate_kw_per_min) +
+                                  " PaceGpusPerInterval=" + std::to_string(p.pace_gpus_per_interval) +
+                                  " PaceIntervalSec=" + std::to_string(p.pace_interval_sec) + ")"));
+        };
+        if (deferrable && site) {
+            d.cause = site->id;
+            const std::string what =
+                "DR event " + site->id + " " + event_desc(*site) + " until " + format_utc(site->end);
+            if (deadline == 0 || deadline >= site->end)
+                return done(Verdict::Defer, site->end, with_tail("defer: " + what));
+            // The deadline comes first: wait until then, and run under
+            // pacing as non-deferrable work from there (the release
+            // thread decides again at the deadline).
+            return done(Verdict::Defer, deadline,
+                        with_tail("defer: " + what + ", deadline " + format_utc(deadline) + " before event end"));
+        }
+        if (d.deferrable && deadline_reached && site)
+            return pace_or_admit(*site, "deadline " + format_utc(deadline) + " before event end");
+        if (!deferrable && !d.deferrable)
+            return pace_or_admit(*binding, "non-deferrable");
+        if (!site) {
+            // Row and rack events: select/m2g keeps deferrable work off
+            // those racks at placement; the rest of the site is open.
+            notes.push_back("DR event " + binding->id + " " + event_desc(*binding) + " enforced at placement");
+        }
+    }
+
+    // 4. Site headroom, when no site event decided.
+    if (!site_event) {
+        const double budget = effective_budget_kw(m, s, EventScope::Site, kNone, t0);
+        if (budget >= 0 && events.empty() && d.power_kw > budget) {
+            d.cause = "power:site";
+            d.message = "m2g: this job needs an estimated " + kw1(d.power_kw) + " kW (" + std::to_string(r.gpus) +
+                        " GPUs x " + num(watts) + " W), more than the site's power budget of " + kw1(budget) +
+                        " kW, so it can never start. Ask for fewer GPUs, or if the estimate is too high set a "
+                        "recipe (--m2g-recipe) or PowerPerGpuW for its class in m2g.conf.";
+            return done(Verdict::Reject, 0,
+                        with_tail("reject: job needs " + kw1(d.power_kw) + " kW, site budget " + kw1(budget) + " kW"));
+        }
+        const double draw = s ? s->site.draw_kw : -1;
+        if (budget >= 0 && draw >= 0 && draw + d.power_kw > budget) {
+            const std::string what = "site power " + kw1(std::max(0.0, budget - draw)) + " kW free of " + kw1(budget) +
+                                     " kW, job needs " + kw1(d.power_kw) + " kW";
+            if (d.deferrable && !deadline_reached) {
+                int64_t begin = r.now + p.power_retry_sec;
+                if (deadline > 0)
+                    begin = std::min(begin, deadline);
+                begin = std::max(begin, t0);
+                d.cause = "power:site";
+                return done(Verdict::Defer, begin, with_tail("defer: " + what + ", re-check at " + format_utc(begin)));
+            }
+            notes.insert(notes.begin(), what + ", non-deferrable");
+        }
+    }
+
+    // 5. Nothing stands in the way.
+    return done(Verdict::Admit, 0, with_tail("admit"));
+}
+
+}  // namespace
+
+std::string Decision::annotation() const
+{
+    std::string out;
+    switch (verdict) {
+    case Verdict::Admit:
+        out = "admit";
+        break;
+    case Verdict::Defer:
+    case Verdict::Pace:
+        out = std::string(to_string(verdict)) + " until=" + format_utc(begin_time) +
+              (cause.empty() ? "" : " cause=" + cause) + " reason=" + reason;
+        break;
+    case Verdict::Reject:
+        return one_line("reject reason=" + reason);
+    }
+    if (!avoid_nodes.empty())
+        out += " avoid=" + std::to_string(avoid_nodes.size()) + " nodes (" + avoid_for + ")";
+    return one_line(out);
+}
+
+std::vector<std::string> reserved_uses(const AdmissionPolicy& p, const JobIntent& intent)
+{
+    std::vector<std::string> out;
+    if (intent.workload_class != WorkloadClass::Unset) {
+        const std::string c = to_string(intent.workload_class);
+        if (std::find(p.privileged_classes.begin(), p.privileged_classes.end(), c) != p.privileged_classes.end())
+            out.push_back("class " + c);
+    }
+    for (const auto& [k, v] : intent.tags)
+        if (std::find(p.privileged_tags.begin(), p.privileged_tags.end(), k) != p.privileged_tags.end())
+            out.push_back("tag " + k + "=" + v);
+    return out;
+}
+
+Decision decide(const Model& m, const SignalsView& v, const AdmissionRequest& r, Pacer* pacer)
+{
+    std::string what;
+    try {
+        return decide_impl(m, v, r, pacer);
+    } catch (const std::exception& e) {
+        what = e.what();
+    } catch (...) {
+        what = "unknown exception";
+    }
+    // Better to admit than to lose a job: select/m2g still gates placement.
+    Decision d;
+    d.reason = one_line("m2g: internal error: " + what);
+    d.message = d.reason;
+    return d;
+}
+
+// ---- gate -------------------------------------------------------------------
+
+namespace {
+
+GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r, const std::vector<double>& started_kw,
+                     const Pacer* pacer, std::vector<uint8_t>& usable, std::vector<double>& heat)
+{
+    const AdmissionPolicy& p = m.admission;
+    GateResult g;
+    std::vector<std::string> notes;
+    std::vector<std::string> racks_over, rows_over;
+    auto note = [&](WaitCause wait, std::string text) {
+        if (notes.empty())
+            g.wait = wait;
+        notes.push_back(std::move(text));
+    };
+    std::string blocked;
+    WaitCause blocked_by = WaitCause::None;
+    heat.assign(m.domains.size(), 0.0);
+    const size_t n_nodes = std::min(usable.size(), m.nodes.size());
+    auto clear = [&](int n) {
+        if (n >= 0 && static_cast<size_t>(n) < n_nodes && usable[n]) {
+            usable[n] = 0;
+            ++g.trimmed_nodes;
+            return 1;
+        }
+        return 0;
+    };
+    const Signals* s = v.snap.get();
+
+    if (s) {
+        // Heat: mean GPU temperature of the rack's known nodes; a rack
+        // with a hot or critical node sorts after every other.
+        for (size_t d = 0; d < m.domains.size(); ++d) {
+            double sum = 0;
+            int known = 0;
+            bool hot = false;
+            for (int n : m.domains[d].nodes) {
+                if (n < 0 || static_cast<size_t>(n) >= s->thermal.size() || !s->thermal[n].known)
+                    continue;
+                sum += s->thermal[n].gpu_temp_c;
+                ++known;
+                hot = hot || s->thermal[n].state == ThermalState::Hot || s->thermal[n].state == ThermalState::Critical;
+            }
+            heat[d] = (known ? sum / known : 0.0) + (hot ? 1000.0 : 0.0);
+        }
+        // Maintenance and down nodes, for every job.
+        const int64_t to = r.time_limit_s > 0 ? r.now + r.time_limit_s : 0;
+        for (const MaintenanceWindow& w : s->maintenance) {
+            if (!w.overlaps(r.now, to))
+                continue;
+            int k = 0;
+            for (int n : w.nodes)
+                k += clear(n);
+            if (k)
+                note(WaitCause::Maintenance, "maintenance " + w.id + ": " + std::to_string(k) + " nodes avoided");
+        }
+        int down = 0;
+        for (size_t n = 0; n < s->node_down.size() && n < n_nodes; ++n)
+            if (s->node_down[n])
+                down += clear(static_cast<int>(n));
+        if (down)
+            note(WaitCause::NodesDown, std::to_string(down) + " nodes down");
+    }
+
+    const bool deadline_reached = r.intent.defer == DeferConsent::Until && r.intent.defer_until <= r.now;
+    if (is_deferrable(p, r.intent) && !deadline_reached) {
+        if (v.hold) {
+            blocked = "signals stale/missing, fail-safe defer holds deferrable work";
+            blocked_by = WaitCause::Failsafe;
+        }
+        if (s) {
+            // Pre-event ramp: a job still running when an announced event
+            // starts is judged against that event's budget.
+            const int64_t run_end = r.time_limit_s > 0 ? r.now + r.time_limit_s : 0;
+            auto upcoming_note = [](const CurtailmentEvent* e) {
+                return e ? " (event " + e->id + " from " + format_utc(e->start) + ")" : std::string();
+            };
+            const double node_kw = std::max(0, r.gpus_per_node) * power_w_per_gpu(p, r.intent) / 1000.0;
+            const double job_kw = node_kw * std::max(0, r.nodes);
+            auto started = [&](size_t d) { return d < started_kw.size() ? started_kw[d] : 0.0; };
+            // Racks: as many of the job's nodes as the rack's headroom takes.
+            for (size_t d = 0; d < m.domains.size(); ++d) {
+                const CurtailmentEvent* soon = nullptr;
+                const double budget =
+                    lowest_budget_kw(m, s, EventScope::Rack, static_cast<int>(d), r.now, run_end, &soon);
+                const double draw = d < s->racks.size() ? s->racks[d].draw_kw : -1;
+                if (budget < 0 || draw < 0)
+                    continue;
+                const double head = budget - draw - started(d);
+                const long allow =
+                    node_kw > 0 ? static_cast<long>(std::floor(std::max(0.0, head) / node_kw)) : LONG_MAX;
+                long kept = 0;
+                int k = 0;
+                for (int n : m.domains[d].nodes) {
+                    if (n < 0 || static_cast<size_t>(n) >= n_nodes || !usable[n])
+                        continue;
+                    if (kept < allow)
+                        ++kept;
+                    else
+                        k += clear(n);
+                }
+                if (k) {
+                    note(WaitCause::RackPower, "rack " + m.domains[d].name + " over budget: " +
+                                                   kw1(std::max(0.0, head)) + " kW free, job needs " + kw1(node_kw) +
+                                                   " kW/node" + upcoming_note(soon));
+                    racks_over.push_back(m.domains[d].name);
+                }
+            }
+            // Rows: the whole job must fit in the row's headroom.
+            for (size_t f = 0; f < m.fault_domains.size(); ++f) {
+                const FaultDomain& fd = m.fault_domains[f];
+                if (fd.type != "row")
+                    continue;
+                const CurtailmentEvent* soon = nullptr;
+                const double budget =
+                    lowest_budget_kw(m, s, EventScope::Row, static_cast<int>(f), r.now, run_end, &soon);
+                const double draw = f < s->rows.size() ? s->rows[f].draw_kw : -1;
+                if (budget < 0 || draw < 0)
+                    continue;
+                std::vector<uint8_t> in_row(m.domains.size(), 0);
+                for (int n : fd.nodes)
+                    if (n >= 0 && static_cast<size_t>(n) < m.nodes.size() && m.nodes[n].domain != kNone)
+                        in_row[m.nodes[n].domain] = 1;
+                double row_started = 0;
+                for (size_t d = 0; d < in_row.size(); ++d)
+                    if (in_row[d])
+                        row_started += started(d);
+                const double head = budget - draw - row_started;
+                if (head >= job_kw)
+                    continue;
+                int k = 0;
+                for (int n : fd.nodes)
+                    k += clear(n);
+                if (k) {
+                    note(WaitCause::RowPower, "row " + fd.name + " over budget: " + kw1(std::max(0.0, head)) +
+                                                  " kW free, job needs " + kw1(job_kw) + " kW" + upcoming_note(soon));
+                    rows_over.push_back(fd.name);
+                }
+            }
+            // The site: the job waits.
+            const CurtailmentEvent* soon = nullptr;
+            const double budget = lowest_budget_kw(m, s, EventScope::Site, kNone, r.now, run_end, &soon);
+            if (blocked.empty() && budget >= 0 && s->site.draw_kw >= 0) {
+                double all_started = 0;
+                for (size_t d = 0; d < m.domains.size(); ++d)
+                    all_started += started(d);
+                const double head = budget - s->site.draw_kw - all_started;
+                if (head < job_kw) {
+                    blocked = "site power: " + kw1(std::max(0.0, head)) + " kW free of " + kw1(budget) + " kW" +
+                              upcoming_note(soon);
+                    blocked_by = WaitCause::SitePower;
+                    for (const CurtailmentEvent* e : active_events(s, r.now))
+                        if (e->scope == EventScope::Site) {
+                            const std::string cut =
+                                e->curtail_pct > 0 ? "-" + num(e->curtail_pct) + "%" : "-" + num(e->curtail_kw) + " kW";
+                            blocked += " (event " + e->id + " " + cut + ")";
+                            break;
+                        }
+                }
+            }
+        }
+    }
+    // Pacing during curtailment, for every job: the ramp limit is about all
+    // starts (select/m2g books each start when the job begins).
+    if (blocked.empty() && s && pacer && pacing_limits(p) && !active_events(s, r.now).empty()) {
+        const double job_kw =
+            std::max(0, r.gpus_per_node) * power_w_per_gpu(p, r.intent) / 1000.0 * std::max(0, r.nodes);
+        if (!pacer->fits_now(p, r.now, r.gpus_per_node * r.nodes, job_kw)) {
+            blocked = "pacing: " + std::to_string(pacer->gpus_in_interval(p, r.now)) +
+                      " GPUs already started this interval";
+            blocked_by = WaitCause::Pacing;
+        }
+    }
+    g.blocked = !blocked.empty();
+    if (g.blocked) {
+        notes.insert(notes.begin(), blocked);
+        g.wait = blocked_by;
+    }
+    g.reason = one_line(join(notes, ", "));
+    if (g.wait == WaitCause::RackPower)
+        g.over = std::move(racks_over);
+    else if (g.wait == WaitCause::RowPower)
+        g.over = std::move(rows_over);
+    return g;
+}
+
+}  // namespace
+
+GateResult gate(const Model& m, const SignalsView& v, const GateRequest& r, const std::vector<double>& started_kw,
+                const Pacer* pacer, std::vector<uint8_t>& usable, std::vector<double>& heat)
+{
+    try {
+        return gate_impl(m, v, r, started_kw, pacer, usable, heat);
+    } catch (const std::exception& e) {
+        GateResult g;
+        g.reason = one_line(std::string("m2g: internal error: ") + e.what());
+        g.wait = WaitCause::Other;
+        return g;
+    } catch (...) {
+        GateResult g;
+        g.reason = "m2g: internal error: unknown exception";
+        g.wait = WaitCause::Other;
+        return g;
+    }
+}
+
+AdmissionAnnotation admission_annotation(const Decision& d, const JobIntent& intent, const AdmissionPolicy& ap,
+                                         int64_t user_begin, bool monitor)
+{
+    AdmissionAnnotation a;
+    a.monitor = monitor;
+    a.verdict = d.verdict;
+    a.workload_class = intent.workload_class;
+    a.w_gpu = whole_watts(power_w_per_gpu(ap, intent));
+    // Readers outside slurmctld (m2g-curtaild) cannot see the job's
+    // options: say when the owner's refusal to wait was honoured.
+    a.no_defer = !d.deferrable && intent.defer == DeferConsent::No;
+    if (d.verdict == Verdict::Defer || d.verdict == Verdict::Pace) {
+        a.until = d.begin_time;
+        a.cause = d.cause;
+    }
+    if (d.verdict != Verdict::Admit)
+        a.reason = d.reason;
+    if (d.verdict != Verdict::Reject && !d.avoid_nodes.empty()) {
+        a.avoid_nodes = static_cast<int>(d.avoid_nodes.size());
+        a.avoid_for = d.avoid_for;
+    }
+    a.user_begin = std::max<int64_t>(0, user_begin);
+    return a;
+}
+
+}  // namespace m2g

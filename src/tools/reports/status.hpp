@@ -1,0 +1,228 @@
+// m2g tools: what the cluster looks like to m2g right now, and why a job is
+// where it is — the facts behind `m2g status`, `m2g explain`, `m2g job`,
+// m2g-exporter and `m2g status --plot`. Slurm-free: the CLI and the exporter
+// fill a ClusterView from libslurm (src/slurmapi/), tests fill it by hand.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/job/intent.hpp"
+#include "core/model/model.hpp"
+#include "core/place/engine.hpp"
+#include "core/power/signals.hpp"
+
+namespace m2g {
+
+// ---- input: Slurm's state, in model terms ---------------------------------------
+
+struct NodeView {
+    bool known = false;      // Slurm reported this model node
+    bool down = false;       // DOWN, FAIL, NO_RESPOND, POWERED_DOWN, ...
+    bool drained = false;    // DRAIN or DRAINING
+    int gpus_total = 0;      // configured GPUs (Gres gpu:N), else the model's
+    int gpus_alloc = 0;      // allocated to jobs now
+};
+
+enum class JobState { Pending, Running, Completing, Done };
+const char* to_string(JobState s);
+
+struct JobView {
+    uint32_t id = 0;
+    std::string name;
+    JobState state = JobState::Pending;
+    std::string slurm_reason;   // Slurm's Reason (e.g. "BeginTime", "Resources")
+    std::string admin_comment;  // with the m2g:[...] segment
+    std::string partition;
+    std::string account;
+    std::string user;
+    JobIntent intent;           // from the m2g annotation/env; class, defer, recipe power, ...
+    int nodes = 0;              // requested (pending) or allocated (running)
+    int gpus = 0;               // whole job
+    int64_t submit_time = 0;
+    int64_t begin_time = 0;     // eligible from (0: none)
+    int64_t start_time = 0;     // 0: not started
+    int64_t end_time = 0;       // 0: not ended; for running jobs the expected end
+    int64_t time_limit_s = 0;   // <= 0 unlimited
+    std::vector<int> node_idx;  // allocated model nodes
+    bool suspended = false;     // Running here, SUSPENDED in Slurm
+    int warn_signal = 0;        // --signal=[B:]SIG[@TIME]: SIG as job_submit/m2g recorded it (signal=), 0 none
+    bool warn_batch_only = false;  // --signal=B:...: to the batch shell only
+};
+
+struct ClusterView {
+    std::vector<NodeView> nodes;  // per model node
+    std::vector<JobView> jobs;    // pending and running (and recently done, for `m2g job`)
+    int64_t taken_at = 0;
+};
+
+// ---- the m2g:[...] AdminComment segment, parsed ----------------------------------
+
+enum class PlacementKind { None, Placed, Waiting };
+const char* to_string(PlacementKind k);  // "", "placed", "waiting"
+
+// What select/m2g and job_submit/m2g wrote into a job's AdminComment, as
+// `m2g explain`, `m2g status` and m2g-exporter show it: read_annotation()
+// (annotation.hpp, the one parser of those texts) flattened into the words
+// they print. Unknown or garbled text leaves fields empty; parsing never
+// throws.
+struct ParsedAnnotation {
+    bool found = false;  // the comment holds an m2g:[...] segment
+    // Placement part (select/m2g).
+    PlacementKind placement = PlacementKind::None;
+    std::string policy;                // "prefer:nvlink", "strict:nvlink", "any"
+    std::vector<std::string> domains;  // placed: NVLink domains ("-" gives none)
+    std::vector<std::string> leaves;   // placed: leaf switches
+    std::string score;                 // placed: as format_score() writes it, "17"
+    std::string placement_reason;      // why there / what it waits for (for people: nothing classifies it)
+    std::string signals;               // gate notes at placement ("signals=..."; with policy=any the free text)
+    // Waiting: why (never None), the nodes it waits for (0 unknown) and the
+    // racks or rows over budget (PlacementAnnotation's wait, need, over).
+    WaitCause wait = WaitCause::None;
+    int need = 0;
+    std::vector<std::string> over;
+    int64_t prefer_since = 0;          // waiting, prefer: when its prefer wait began (epoch s); 0 not begun
+    // Admission part (job_submit/m2g).
+    std::string verdict;               // "admit", "defer", "pace", "reject"; "" none or unknown
+    bool monitor = false;              // "monitor would ...": Admission=monitor, nothing enforced
+    int64_t released_at = 0;           // "released at <time>: ..."; 0 not released
+    std::string cls;                   // class= as written: "training", "none", a newer m2g's name, ""
+    WorkloadClass workload_class = WorkloadClass::Unset;  // cls; Unset for "none" and unknown names
+    double w_gpu = 0;                  // w_gpu=: W per GPU admission assumed, 0 unknown
+    int64_t until = 0;                 // until= (epoch s), 0 none or unparseable
+    std::string cause;                 // event id, "maintenance:<id>", "power:site", "failsafe"
+    std::string admission_reason;      // reason=
+    std::string avoid;                 // avoid=: "18 nodes (maintenance mw-1)"
+    int64_t user_begin = 0;            // user_begin=: the owner's own --begin
+    // Curtail part (m2g-curtaild): its last action on the running job, as
+    // written ("cap w_gpu=300 cause=dr-1 scope=site at=..."); "" none.
+    std::string curtail;
+};
+
+ParsedAnnotation parse_annotation(std::string_view admin_comment) noexcept;
+
+// Whether admission holds the pending job back at `now` (defer or pace
+// in force, not monitor-only, until= still ahead).
+bool admission_holds(const ParsedAnnotation& a, int64_t now);
+
+// The Status::pending_by_reason key of a pending job (see there).
+std::string pending_reason_key(const JobView& job, const ParsedAnnotation& a, int64_t now);
+
+// ---- status ---------------------------------------------------------------------
+
+struct DomainStatus {
+    int domain = kNone;
+    int gpus_total = 0, gpus_used = 0, gpus_free = 0;  // free = on healthy up nodes
+    int gpus_degraded = 0;       // on down/drained/degraded nodes or in an NVLink-faulted domain
+    // GPUs partition: used = allocated anywhere (a draining node's jobs
+    // included), free = unallocated on healthy nodes, degraded =
+    // unallocated on unhealthy ones; used + free + degraded == total. A
+    // node Slurm did not report (NodeView::known false) counts as down.
+    int free_nodes = 0;          // healthy nodes with every GPU free
+    bool nvlink_fault = false;
+    double budget_kw = -1, draw_kw = -1, headroom_kw = -1;  // -1 unknown/none
+    // budget_kw: the effective rack budget (events applied); headroom_kw =
+    // budget_kw - draw_kw, negative when over budget: valid only when both
+    // budget_kw >= 0 and draw_kw >= 0 (power_known()).
+    double temp_c = 0;           // hottest known GPU, 0 unknown
+    ThermalState thermal = ThermalState::Ok;
+    bool maintenance_now = false;
+    int nodes_total = 0;         // model nodes in the domain
+    bool power_known() const { return budget_kw >= 0 && draw_kw >= 0; }
+};
+
+struct PowerStatus {
+    std::string scope;  // "site", "row", "rack"
+    std::string name;
+    double budget_kw = -1, effective_kw = -1, draw_kw = -1, headroom_kw = -1;
+    // budget: the feed's, else m2g.conf's; effective: events applied;
+    // headroom = effective - draw (may be negative), valid when both are >= 0.
+};
+
+struct ClassQueue {
+    WorkloadClass cls = WorkloadClass::Unset;
+    int pending = 0, running = 0, deferred = 0;  // deferred: pending with an m2g defer/pace
+    int gpus_pending = 0, gpus_running = 0;
+};
+
+struct Status {
+    int64_t at = 0;
+    int gpus_total = 0, gpus_used = 0, gpus_free = 0, gpus_degraded = 0;
+    // Fragmentation: share (0..1) of free healthy GPUs that sit in domains
+    // which also have used GPUs (a whole-domain job cannot use them).
+    double fragmentation = 0;
+    int whole_free_domains = 0;
+    std::vector<DomainStatus> domains;   // model order
+    std::vector<PowerStatus> power;      // site, rows, racks (those with a budget or draw)
+    std::vector<const CurtailmentEvent*> active_events;  // point into the view's snapshot
+    std::vector<ClassQueue> queues;      // classes with any job, WorkloadClass order
+    // Pending jobs by reason key. The keys are a Prometheus label value,
+    // so the set is bounded: ids (events, windows, nodes) never appear.
+    //   deferred:event        admission deferred it for a demand-response event
+    //   deferred:maintenance  ... for a maintenance window (cause maintenance:<id>)
+    //   deferred:site-power   ... for site power headroom (cause power:site)
+    //   deferred:failsafe     ... stale/missing signals under SignalsFailSafe=defer
+    //   deferred:other        ... another or no cause
+    //   paced                 admission paced its start during curtailment
+    //   waiting:<what>        select/m2g's last "waiting" placement, by its wait= cause
+    //                         (kw::kWaitCauses): nvlink-domain, switch, nodes, site-power,
+    //                         rack-power, row-power, pacing, maintenance, failsafe, nodes-down, other
+    //   <Slurm reason>        otherwise Slurm's reason word: "Resources", "Priority",
+    //                         "BeginTime" (a begin time m2g did not set), "Dependency", ...;
+    //                         "None" when Slurm gives none
+    std::map<std::string, int> pending_by_reason;
+    int deferred_jobs = 0;
+    SignalsView signals;
+};
+
+Status compute_status(const Model& m, const ClusterView& c, const SignalsView& v, int64_t now);
+
+// A readable table (domains, power, events, queues), or one JSON object.
+std::string format_status(const Model& m, const Status& s, bool json);
+
+// ---- explain --------------------------------------------------------------------
+
+struct Explanation {
+    uint32_t job = 0;
+    std::string verdict;                  // "placed", "running", "waiting", "deferred", "paced", "done", "unknown"
+    std::string summary;                  // one plain-language sentence
+    std::vector<std::string> evidence;    // facts: free healthy GPUs per candidate domain, the event and its end, the budget
+    std::vector<std::string> suggestions; // concrete: "ask for --m2g-topology=prefer", "16 nodes fit nvl03 now", ...
+};
+
+// Why `job` waits, was deferred, or went where it went. `c` gives the free
+// capacity per domain for suggestions; the m2g annotation gives m2g's own
+// decision text.
+Explanation explain_job(const Model& m, const ClusterView& c, const SignalsView& v, const JobView& job, int64_t now);
+std::string format_explanation(const Explanation& e, bool json);
+
+// ---- per-job energy and cost --------------------------------------------------------
+
+struct EnergyPrice {
+    double per_kwh = 0;        // EnergyPricePerKWh= in m2g.conf (0: no cost shown)
+    std::string currency = "EUR";  // EnergyCurrency=
+};
+
+struct JobEnergy {
+    uint32_t job = 0;
+    double runtime_s = 0;      // so far for running jobs
+    double gpu_hours = 0;
+    double power_w_per_gpu = 0;
+    std::string power_source;  // "recipe", "class training default (Acme p95)", "PowerPerGpuW (m2g.conf)", ...
+    double energy_kwh = 0;
+    double cost = 0;           // 0 when no price configured
+    std::string currency;
+    double price_per_kwh = 0;  // the price applied (0: none configured)
+};
+
+// The price m2g.conf sets (EnergyPricePerKWh=, EnergyCurrency=).
+EnergyPrice energy_price(const Model& m);
+
+JobEnergy job_energy(const Model& m, const JobView& job, const EnergyPrice& price, int64_t now);
+std::string format_job_energy(const JobEnergy& e, const JobView& job, bool json);
+
+}  // namespace m2g

@@ -1,0 +1,566 @@
+// PlacementSession: select/m2g's policy as the adapters see it — what
+// decide() tells them to do with Slurm's offer for strict, prefer and any
+// jobs, with and without signals, in each select mode; what job_started()
+// books; and load()'s keep-the-previous-model rule. On a small cluster:
+//
+//                  spine
+//            ┌───────┴───────┐
+//          leaf1           leaf2
+//        ┌───┴───┐       ┌───┴───┐
+//        d1      d2      d3      d4      NVLink domains
+//      n1 n2   n3 n4   n5 n6   n7 n8     4 GPUs each (model nodes 0..7)
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/job/annotation.hpp"
+#include "core/place/session.hpp"
+
+using namespace m2g;
+
+namespace {
+
+// A waiting text's typed fields (wait=, need=, over=) are what the reader
+// derives from its reason sentence alone, as for a record written before
+// them: old and new records of the same wait explain alike.
+void expect_typed_as_legacy(const std::string& text)
+{
+    const PlacementAnnotation typed = parse_placement(text);
+    EXPECT_EQ(typed.state, PlacementState::Waiting) << text;
+    EXPECT_NE(typed.wait, WaitCause::None) << text;
+    PlacementAnnotation legacy = typed;
+    legacy.wait = WaitCause::None;
+    legacy.need = 0;
+    legacy.over.clear();
+    const std::string old_text = format(legacy);
+    EXPECT_EQ(old_text.find(" wait="), std::string::npos) << old_text;
+    EXPECT_EQ(parse_placement(old_text), typed) << text;
+}
+
+const char* const kCluster =
+    "ClusterName=sessiontest\n"
+    "NodeName=n[1-8] Gpus=4\n"
+    "DomainName=d1 Nodes=n[1-2]\n"
+    "DomainName=d2 Nodes=n[3-4]\n"
+    "DomainName=d3 Nodes=n[5-6]\n"
+    "DomainName=d4 Nodes=n[7-8]\n"
+    "SwitchName=leaf1 Level=leaf Domains=d[1-2]\n"
+    "SwitchName=leaf2 Level=leaf Domains=d[3-4]\n"
+    "SwitchName=spine Level=spine Switches=leaf[1-2]\n"
+    "DefaultPowerPerGpuW=500\n";  // 2 kW per 4-GPU node
+
+using Offer = Outcome::Offer;
+
+class Session : public testing::Test {
+  protected:
+    Session()
+    {
+        char tmpl[] = "/tmp/m2g-session-XXXXXX";
+        if (mkdtemp(tmpl))
+            dir_ = tmpl;
+    }
+    ~Session() override
+    {
+        session_.shutdown();
+        for (const char* f : {"/m2g.conf", "/signals.json", "/health1.json", "/health2.json"})
+            std::remove((dir_ + f).c_str());
+        rmdir(dir_.c_str());
+    }
+
+    void write(const std::string& name, const std::string& text)
+    {
+        std::ofstream(dir_ + "/" + name, std::ios::trunc) << text;
+    }
+
+    // Load the cluster, with `extra` m2g.conf lines and, when `signals` is
+    // not empty, a signals feed (its generated_at is kNow).
+    void load(const std::string& extra = "", const std::string& signals = "")
+    {
+        std::string conf = kCluster + extra;
+        if (!signals.empty()) {
+            write("signals.json", "{\"schema\": \"m2g.signals/v1\", \"generated_at\": " + std::to_string(now_) +
+                                      ", " + signals + "}");
+            conf += "SignalsFile=" + dir_ + "/signals.json\nSignalsTTLSec=86400\nSignalsPollSec=3600\n";
+        }
+        write("m2g.conf", conf);
+        ASSERT_TRUE(session_.load(dir_ + "/m2g.conf", now_)) << joined_logs();
+    }
+
+    // A job of `nodes` nodes with 4 GPUs each, eligible now.
+    JobFacts job(const std::string& topology, int nodes, const std::string& cls = "") const
+    {
+        JobFacts f;
+        f.job_id = 42;
+        f.spank_env = {"PATH=/bin", "M2G_TOPOLOGY=" + topology};
+        if (!cls.empty())
+            f.spank_env.push_back("M2G_CLASS=" + cls);
+        f.nodes = nodes;
+        f.min_nodes = nodes;
+        f.gpus_per_node = 4;
+        f.time_limit_s = 3600;
+        return f;
+    }
+
+    // Slurm offers every node; free_[i] GPUs are free on model node i.
+    Outcome decide(const JobFacts& f, SelectMode mode)
+    {
+        return session_.decide(f, offered_, static_cast<int>(offered_.size()),
+                               [this](int mi) { return free_.at(mi); }, mode, now_);
+    }
+
+    std::string joined_logs() const
+    {
+        std::string out;
+        for (const auto& l : logs_)
+            out += l.second + "\n";
+        return out;
+    }
+
+    // What the adapter would write after cons_tres took every offered node.
+    std::string placed(const Outcome& o) const
+    {
+        std::vector<std::string> names;
+        for (int mi : o.nodes)
+            names.push_back("n" + std::to_string(mi + 1));
+        return session_.placed_annotation(o, names);
+    }
+
+    // Real time: the feed's poll thread judges generated_at by the clock.
+    const int64_t now_ = time(nullptr);
+    std::string dir_;
+    std::vector<std::pair<LogLevel, std::string>> logs_;
+    std::vector<std::string> details_;
+    PlacementSession session_{SessionLog{[this](LogLevel l, const std::string& m) { logs_.emplace_back(l, m); },
+                                         [this](const std::string& m) { details_.push_back("verbose: " + m); },
+                                         [this](const std::string& m) { details_.push_back("debug: " + m); }},
+                              0};
+    std::vector<uint8_t> offered_ = std::vector<uint8_t>(8, 1);
+    std::vector<int> free_ = std::vector<int>(8, 4);
+};
+
+TEST_F(Session, WithoutModelCons_tresDecides)
+{
+    EXPECT_FALSE(session_.active());
+    EXPECT_EQ(session_.model_nodes(), 0u);
+    const Outcome o = session_.decide(job("strict:nvlink", 2), {}, 8, nullptr, SelectMode::RunNow, now_);
+    EXPECT_EQ(o.offer, Offer::Stock);
+    EXPECT_EQ(o.verdict_after(true), SelectVerdict::Stock);
+    EXPECT_TRUE(o.annotation_now.empty());
+}
+
+TEST_F(Session, StrictJobThatFitsOneDomainIsNarrowedToIt)
+{
+    load();
+    EXPECT_EQ(session_.find_node("n3"), 2);
+    EXPECT_EQ(session_.find_node("x9"), -1);
+    free_[0] = 0;  // n1 busy: d1 cannot take two nodes, d2 fits exactly
+    const Outcome o = decide(job("strict:nvlink", 2), SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.nodes, (std::vector<int>{2, 3}));
+    EXPECT_TRUE(o.ruled_out.empty());
+    EXPECT_FALSE(o.fallback_to_allowed);  // strict: never cons_tres on everything
+    EXPECT_TRUE(o.annotation_now.empty());
+    EXPECT_TRUE(o.annotate_placed);
+    EXPECT_EQ(o.verdict_after(true), SelectVerdict::Placed);
+    EXPECT_EQ(o.verdict_after(false), SelectVerdict::Waiting);
+    EXPECT_EQ(placed(o), "domains=d2 leaves=leaf1 policy=strict:nvlink score=0 reason=d2, best fit (0 of 2 nodes "
+                         "left free there)");
+}
+
+TEST_F(Session, StrictJobThatCannotFitWaitsWithTheReason)
+{
+    load();
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};  // one free node per domain
+    const Outcome o = decide(job("strict:nvlink", 2), SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Refuse);
+    EXPECT_EQ(o.verdict_after(false), SelectVerdict::Waiting);
+    EXPECT_EQ(o.annotation_now,
+              "waiting policy=strict:nvlink wait=nvlink-domain need=2 reason=waiting for an NVLink domain with 2 free "
+              "healthy nodes (best now: d1 with 1)");
+    expect_typed_as_legacy(o.annotation_now);
+    // Planning looks past the busy nodes: the job could run in d1 later;
+    // only run-now writes AdminComment.
+    const Outcome later = decide(job("strict:nvlink", 2), SelectMode::WillRun);
+    ASSERT_EQ(later.offer, Offer::Narrowed);
+    EXPECT_EQ(later.nodes, (std::vector<int>{0, 1}));
+    EXPECT_TRUE(later.annotation_now.empty());
+    EXPECT_FALSE(later.annotate_placed);
+}
+
+// Will-run with the running jobs' end times: the job is planned on the
+// placement whose nodes free first, so Slurm's backfill reserves those (and
+// not the first domain in rank order, which may free last).
+TEST_F(Session, WillRunPlansOnTheDomainThatFreesFirst)
+{
+    load();
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};  // n2, n4, n6, n8 busy: no domain whole now
+    const std::vector<int64_t> ends = {0, now_ + 500, 0, now_ + 100, 0, now_ + 300, 0, now_ + 200};
+    const FreeAt free_at = [&](int mi) { return ends.at(mi); };
+    const JobFacts f = job("strict:nvlink", 2);
+    const Outcome o = session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::WillRun,
+                                      now_, free_at);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.nodes, (std::vector<int>{2, 3}));  // d2: n4 ends first
+    // A 4-node job needs two domains under one leaf: d3+d4 (free at +300)
+    // before d1+d2 (+500).
+    const Outcome four = session_.decide(job("strict:leaf", 4), offered_, 8,
+                                         [this](int mi) { return free_.at(mi); }, SelectMode::WillRun, now_, free_at);
+    ASSERT_EQ(four.offer, Offer::Narrowed);
+    EXPECT_EQ(four.nodes, (std::vector<int>{4, 5, 6, 7}));
+    // Without end times (the simulator offers the nodes free at the time it
+    // asks about): the best fit among everything offered, d1.
+    EXPECT_EQ(decide(f, SelectMode::WillRun).nodes, (std::vector<int>{0, 1}));
+    // Run-now never looks at them.
+    EXPECT_EQ(session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, now_,
+                              free_at)
+                  .offer,
+              Offer::Refuse);
+}
+
+TEST_F(Session, PreferJobFallsBackOnceItsWaitIsOver)
+{
+    load();
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};  // one free node per domain: 2 nodes fit only across domains
+    JobFacts f = job("prefer:nvlink", 2);
+    auto at = [&](int64_t t) {
+        return session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, t);
+    };
+    // A lesser placement is free at its turn: the prefer wait starts now.
+    const Outcome before = at(now_);
+    EXPECT_EQ(before.offer, Offer::Refuse);
+    EXPECT_EQ(before.verdict_after(false), SelectVerdict::Waiting);
+    EXPECT_TRUE(before.clock_started);
+    EXPECT_EQ(before.fallback_at, now_ + 300);
+    EXPECT_EQ(session_.prefer_since(42), now_);
+    EXPECT_EQ(before.annotation_now.rfind("waiting policy=prefer:nvlink wait=nvlink-domain need=2 prefer_since=" +
+                                              std::to_string(now_) + " reason=waiting for an NVLink domain",
+                                          0),
+              0u)
+        << before.annotation_now;
+    EXPECT_EQ(parse_placement(before.annotation_now).prefer_since, now_);
+    expect_typed_as_legacy(before.annotation_now);
+
+    const Outcome still = at(now_ + 299);  // PreferWaitSec=300 not over: the clock runs on
+    EXPECT_EQ(still.offer, Offer::Refuse);
+    EXPECT_FALSE(still.clock_started);
+    EXPECT_EQ(still.fallback_at, now_ + 300);
+
+    const Outcome after = at(now_ + 300);
+    ASSERT_EQ(after.offer, Offer::Narrowed);  // best effort, still the closest nodes
+    EXPECT_EQ(after.nodes, (std::vector<int>{0, 2}));  // d1 and d2, under one leaf
+    EXPECT_TRUE(after.fallback_to_allowed);
+    EXPECT_EQ(after.fallback_at, 0);
+    EXPECT_EQ(after.verdict_after(true), SelectVerdict::Placed);
+    EXPECT_EQ(after.verdict_after(false), SelectVerdict::Stock);
+
+    // Nothing free at all: the engine finds nothing, the job says why and
+    // cons_tres decides on everything allowed.
+    free_.assign(8, 0);
+    const Outcome none = at(now_ + 400);
+    EXPECT_EQ(none.offer, Offer::Stock);
+    EXPECT_EQ(none.verdict_after(true), SelectVerdict::Stock);
+    EXPECT_EQ(none.annotation_now.rfind("waiting policy=prefer:nvlink wait=nodes need=2 reason=waiting for 2 ", 0), 0u)
+        << none.annotation_now;
+    expect_typed_as_legacy(none.annotation_now);
+
+    // Its start ends the clock.
+    session_.job_started(f, {0, 2}, now_ + 401);
+    EXPECT_EQ(session_.prefer_since(42), 0);
+}
+
+// Time in the queue is not prefer wait: the clock starts at the first
+// run-now test in which the job could have started short of its intent,
+// however long ago it was submitted. Planning and test-only never start it.
+TEST_F(Session, PreferWaitCountsFromWhenTheJobCouldFirstHaveStarted)
+{
+    load();
+    JobFacts f = job("prefer:nvlink", 2);
+    auto at = [&](int64_t t, SelectMode mode = SelectMode::RunNow) {
+        return session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, mode, t);
+    };
+    free_ = {4, 0, 0, 0, 0, 0, 0, 0};  // one free node: nothing fits, not even across domains
+    Outcome o = at(now_);
+    EXPECT_EQ(o.offer, Offer::Refuse);
+    EXPECT_FALSE(o.clock_started);
+    EXPECT_EQ(o.fallback_at, 0);
+    EXPECT_EQ(o.annotation_now.find("prefer_since="), std::string::npos) << o.annotation_now;
+    EXPECT_EQ(session_.prefer_since(42), 0);
+
+    free_ = {4, 0, 4, 0, 0, 0, 0, 0};  // two free nodes in two domains, an hour later
+    o = at(now_ + 3600, SelectMode::WillRun);
+    EXPECT_FALSE(o.clock_started);  // backfill planning is no start
+    o = at(now_ + 3600, SelectMode::TestOnly);
+    EXPECT_FALSE(o.clock_started);
+    EXPECT_EQ(session_.prefer_since(42), 0);
+    o = at(now_ + 3600);
+    EXPECT_EQ(o.offer, Offer::Refuse);  // an hour in the queue, and the wait only begins
+    EXPECT_TRUE(o.clock_started);
+    EXPECT_EQ(o.fallback_at, now_ + 3600 + 300);
+    // The wait is over: planning may use the lesser placement too.
+    o = at(now_ + 3900);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_TRUE(o.fallback_to_allowed);
+
+    // A job a strict or any intent: no clock.
+    JobFacts s = job("strict:nvlink", 2);
+    s.job_id = 43;
+    EXPECT_FALSE(session_.decide(s, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, now_)
+                     .clock_started);
+    EXPECT_EQ(session_.prefer_since(43), 0);
+}
+
+// After a slurmctld restart the session has no clocks: the adapter passes
+// the one its waiting annotation recorded (prefer_since=), and the wait
+// goes on from there rather than starting again.
+TEST_F(Session, PreferClockSurvivesARestartThroughTheAnnotation)
+{
+    load();
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};
+    JobFacts f = job("prefer:nvlink", 2);
+    f.prefer_since = now_ - 300;
+    const Outcome o = session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow,
+                                      now_);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_TRUE(o.fallback_to_allowed);
+    EXPECT_FALSE(o.clock_started);
+    EXPECT_EQ(session_.prefer_since(42), now_ - 300);
+    // A clock in the future (a clock skew, a hand edit) is ignored.
+    JobFacts g = job("prefer:nvlink", 2);
+    g.job_id = 44;
+    g.prefer_since = now_ + 100;
+    const Outcome og = session_.decide(g, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow,
+                                       now_);
+    EXPECT_EQ(og.offer, Offer::Refuse);
+    EXPECT_TRUE(og.clock_started);
+    EXPECT_EQ(session_.prefer_since(44), now_);
+}
+
+// Jobs cancelled while pending never start: their clocks go once no test
+// has seen them for a day, checked at most hourly.
+TEST_F(Session, PreferClocksOfVanishedJobsAreForgotten)
+{
+    load();
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};
+    auto at = [&](uint32_t id, int64_t t) {
+        JobFacts f = job("prefer:nvlink", 2);
+        f.job_id = id;
+        return session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, t);
+    };
+    at(1, now_);
+    at(2, now_);
+    EXPECT_EQ(session_.prefer_clocks(), 2u);
+    at(2, now_ + 80000);          // job 2 still tested
+    at(3, now_ + 86400 + 3600);  // an hour later, a sweep: job 1 was last seen over a day ago
+    EXPECT_EQ(session_.prefer_since(1), 0);
+    EXPECT_EQ(session_.prefer_since(2), now_);
+    EXPECT_EQ(session_.prefer_clocks(), 2u);
+}
+
+TEST_F(Session, DefaultTopologyComesFromThePartition)
+{
+    load("PartitionName=gpu DefaultTopology=strict:leaf\n");
+    JobFacts f = job("", 2);
+    f.spank_env = {};
+    f.partition = "gpu";
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};
+    Outcome o = decide(f, SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed) << o.annotation_now;
+    EXPECT_EQ(o.policy, "strict:leaf");
+    f.partition = "other";  // the cluster-wide prefer:nvlink
+    o = decide(f, SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Refuse);
+    EXPECT_EQ(o.annotation_now.rfind("waiting policy=prefer:nvlink ", 0), 0u) << o.annotation_now;
+}
+
+TEST_F(Session, TestOnlyIsNeverBlockedBySignals)
+{
+    load("", "\"power\": {\"site\": {\"budget_kw\": 10, \"draw_kw\": 10}}, "
+             "\"maintenance\": [{\"id\": \"mw-1\", \"start\": " + std::to_string(now_ - 60) +
+                 ", \"end\": " + std::to_string(now_ + 7200) + ", \"nodes\": \"n[1-2]\"}]");
+    const JobFacts f = job("prefer:nvlink", 2, "training");  // deferrable: waits for site power
+    const Outcome now = decide(f, SelectMode::RunNow);
+    EXPECT_EQ(now.offer, Offer::Refuse);
+    EXPECT_EQ(now.verdict_after(false), SelectVerdict::Blocked);
+    EXPECT_TRUE(now.ruled_out.empty());  // blocked before anything is cleared
+    EXPECT_EQ(now.annotation_now, "waiting policy=prefer:nvlink wait=site-power reason=site power: 0.0 kW free of "
+                                  "10.0 kW, maintenance mw-1: 2 nodes avoided");
+    expect_typed_as_legacy(now.annotation_now);
+    const Outcome later = decide(f, SelectMode::WillRun);
+    EXPECT_EQ(later.offer, Offer::Refuse);
+    EXPECT_EQ(later.verdict_after(false), SelectVerdict::Blocked);
+    EXPECT_TRUE(later.annotation_now.empty());
+    // Could it ever run? Yes, anywhere: neither power nor maintenance answers that.
+    const Outcome ever = decide(f, SelectMode::TestOnly);
+    ASSERT_EQ(ever.offer, Offer::Narrowed);
+    EXPECT_EQ(ever.nodes, (std::vector<int>{0, 1}));
+    EXPECT_TRUE(ever.ruled_out.empty());
+    EXPECT_TRUE(ever.annotation_now.empty());
+    EXPECT_EQ(ever.signals_note, "");
+}
+
+TEST_F(Session, MaintenanceClearsNodesFromEveryPath)
+{
+    load("", "\"maintenance\": [{\"id\": \"mw-1\", \"start\": " + std::to_string(now_ - 60) +
+                 ", \"end\": " + std::to_string(now_ + 7200) + ", \"nodes\": \"n[1-2]\"}]");
+    // any: cons_tres decides, on what maintenance leaves.
+    Outcome o = decide(job("any", 2), SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Stock);
+    EXPECT_EQ(o.ruled_out, (std::vector<int>{0, 1}));
+    EXPECT_TRUE(o.annotation_now.empty());
+    EXPECT_EQ(o.annotation_accepted, "policy=any maintenance mw-1: 2 nodes avoided");
+    // strict: the placement avoids them and says so.
+    o = decide(job("strict:nvlink", 2), SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.nodes, (std::vector<int>{2, 3}));
+    EXPECT_EQ(o.ruled_out, (std::vector<int>{0, 1}));
+    EXPECT_EQ(placed(o), "domains=d2 leaves=leaf1 policy=strict:nvlink score=0 reason=d2, best fit (0 of 2 nodes "
+                         "left free there) signals=maintenance mw-1: 2 nodes avoided");
+    // Fewer nodes left than the job's minimum: blocked, after clearing.
+    o = decide(job("prefer:nvlink", 7), SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Refuse);
+    EXPECT_EQ(o.verdict_after(false), SelectVerdict::Blocked);
+    EXPECT_EQ(o.ruled_out, (std::vector<int>{0, 1}));
+    EXPECT_EQ(o.annotation_now, "waiting policy=prefer:nvlink wait=maintenance reason=maintenance mw-1: 2 nodes avoided");
+    expect_typed_as_legacy(o.annotation_now);
+}
+
+// Racks and rows over budget that leave too few nodes: the record names them.
+TEST_F(Session, PowerWaitsNameTheRacksOverBudget)
+{
+    load("FaultDomain=row2 Type=row Domains=d[3-4]\n",
+         "\"power\": {\"racks\": {\"d1\": {\"budget_kw\": 10, \"draw_kw\": 10}, "
+         "\"d2\": {\"budget_kw\": 10, \"draw_kw\": 9}}, \"rows\": {\"row2\": {\"budget_kw\": 20, \"draw_kw\": 19}}}");
+    // 5 nodes of 2 kW: d1 and d2 take none, row2 not the 10 kW job.
+    Outcome o = decide(job("prefer:nvlink", 5, "training"), SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Refuse);
+    EXPECT_EQ(o.verdict_after(false), SelectVerdict::Blocked);
+    EXPECT_EQ(o.annotation_now,
+              "waiting policy=prefer:nvlink wait=rack-power over=d1,d2 reason=rack d1 over budget: 0.0 kW free, job "
+              "needs 2.0 kW/node, rack d2 over budget: 1.0 kW free, job needs 2.0 kW/node, row row2 over budget: 1.0 "
+              "kW free, job needs 10.0 kW");
+    expect_typed_as_legacy(o.annotation_now);
+}
+
+TEST_F(Session, RowWaitsNameTheRow)
+{
+    load("FaultDomain=row2 Type=row Domains=d[3-4]\n",
+         "\"power\": {\"rows\": {\"row2\": {\"budget_kw\": 20, \"draw_kw\": 19}}}");
+    // 7 nodes: row2's 4 cannot take the 14 kW job, 4 nodes are left.
+    const Outcome o = decide(job("prefer:nvlink", 7, "training"), SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Refuse);
+    EXPECT_EQ(o.annotation_now, "waiting policy=prefer:nvlink wait=row-power over=row2 reason=row row2 over budget: "
+                                "1.0 kW free, job needs 14.0 kW");
+    expect_typed_as_legacy(o.annotation_now);
+}
+
+TEST_F(Session, JobsThatNameTheirNodesAreSlurms)
+{
+    load("", "\"power\": {\"site\": {\"budget_kw\": 10, \"draw_kw\": 10}}");
+    logs_.clear();  // the feed's "fresh" line
+    JobFacts f = job("strict:nvlink", 2, "training");
+    f.names_nodes = true;
+    f.spank_env.push_back("M2G_SEGMENT=not-a-number");  // not even decoded
+    const Outcome o = decide(f, SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Stock);
+    EXPECT_EQ(o.verdict_after(true), SelectVerdict::Stock);
+    EXPECT_TRUE(o.ruled_out.empty());
+    EXPECT_TRUE(o.annotation_now.empty());
+    EXPECT_TRUE(o.annotation_accepted.empty());
+    EXPECT_TRUE(logs_.empty()) << joined_logs();
+}
+
+TEST_F(Session, JobStartedBooksItsPowerUntilTheNextSnapshot)
+{
+    // Rack d1: 10 kW budget, 5.5 kW drawn: room for two 2 kW nodes.
+    load("", "\"power\": {\"racks\": {\"d1\": {\"budget_kw\": 10, \"draw_kw\": 5.5}}}");
+    const JobFacts f = job("prefer:nvlink", 2, "training");
+    Outcome o = decide(f, SelectMode::RunNow);
+    EXPECT_TRUE(o.ruled_out.empty()) << o.reason;
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.nodes, (std::vector<int>{0, 1}));
+
+    session_.job_started(f, o.nodes, now_);  // 4 kW more in d1, not yet in the feed
+    o = decide(f, SelectMode::RunNow);
+    EXPECT_EQ(o.ruled_out, (std::vector<int>{0, 1}));
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.nodes, (std::vector<int>{2, 3}));
+    EXPECT_EQ(o.signals_note, " signals=rack d1 over budget: 0.5 kW free, job needs 2.0 kW/node");
+    // Not deferrable (no class): power never trims it.
+    EXPECT_TRUE(decide(job("prefer:nvlink", 2), SelectMode::RunNow).ruled_out.empty());
+
+    const StatsSnapshot s = session_.counters().snapshot(now_);
+    EXPECT_EQ(s.placement_domains.count(), 1u);
+    EXPECT_EQ(s.fit_one_domain, 1u);
+}
+
+TEST_F(Session, ABrokenIntentUsesTheDefaults)
+{
+    load();
+    JobFacts f = job("strict:nvlink", 2);
+    f.spank_env = {"M2G_TOPOLOGY=sideways"};
+    const Outcome o = decide(f, SelectMode::RunNow);
+    EXPECT_EQ(o.policy, "prefer:nvlink");
+    ASSERT_EQ(logs_.size(), 1u);
+    EXPECT_EQ(logs_[0].first, LogLevel::Error);
+    EXPECT_EQ(logs_[0].second.rfind("JobId=42: ", 0), 0u) << logs_[0].second;
+    EXPECT_NE(logs_[0].second.find("; using the defaults"), std::string::npos) << logs_[0].second;
+}
+
+TEST_F(Session, LoadKeepsThePreviousModelOnError)
+{
+    write("m2g.conf", "NodeName=n[1-2] Gpus=four\n");
+    EXPECT_FALSE(session_.load(dir_ + "/m2g.conf", now_));
+    EXPECT_FALSE(session_.active());
+    ASSERT_EQ(logs_.size(), 1u);
+    EXPECT_NE(logs_[0].second.find("; jobs are placed by cons_tres alone"), std::string::npos) << logs_[0].second;
+
+    load();
+    EXPECT_EQ(details_.back(), "verbose: m2g.conf loaded: 8 nodes, 4 NVLink domains");
+    EXPECT_FALSE(session_.load(dir_ + "/m2g.conf", now_));  // unchanged
+    EXPECT_EQ(details_.back(), "debug: m2g.conf unchanged; model and signals feed stay");
+
+    write("m2g.conf", std::string(kCluster) + "DomainName=d5 Nodes=n9\n");
+    EXPECT_FALSE(session_.load(dir_ + "/m2g.conf", now_));
+    EXPECT_TRUE(session_.active());
+    EXPECT_EQ(session_.model_nodes(), 8u);
+    EXPECT_NE(logs_.back().second.find("; keeping the previous m2g.conf in force"), std::string::npos)
+        << logs_.back().second;
+}
+
+// A reloaded m2g.conf (scontrol reconfigure) reads its HealthFile at
+// once, not at the next 5-second check, and the old model's health goes.
+TEST_F(Session, AReloadReadsItsHealthFileAtOnce)
+{
+    write("health1.json", R"({"degraded": "n1"})");
+    write("health2.json", R"({"degraded": "n3"})");
+    load("HealthFile=" + dir_ + "/health1.json\n");
+    Outcome o = decide(job("strict:nvlink", 2), SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed) << joined_logs();
+    EXPECT_EQ(o.nodes, (std::vector<int>{2, 3}));  // d1 holds the degraded n1
+    load("HealthFile=" + dir_ + "/health2.json\n");  // the same second
+    o = decide(job("strict:nvlink", 2), SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed) << joined_logs();
+    EXPECT_EQ(o.nodes, (std::vector<int>{0, 1}));  // n3 degraded now, n1 no longer
+    load();  // no HealthFile: nothing is degraded
+    o = decide(job("strict:nvlink", 2), SelectMode::RunNow);
+    EXPECT_EQ(o.nodes, (std::vector<int>{0, 1}));
+}
+
+TEST(JobNodeCount, FollowsSlurmsRequest)
+{
+    EXPECT_EQ(job_node_count(2, 0, 0), 2);
+    EXPECT_EQ(job_node_count(2, 4, 3), 3);
+    EXPECT_EQ(job_node_count(2, 4, 8), 4);
+    EXPECT_EQ(job_node_count(2, 0, 8), 8);
+    EXPECT_EQ(job_node_count(4, 8, 2), 4);
+}
+
+}  // namespace

@@ -1,0 +1,669 @@
+// The simulator on hand-checked traces (test/fixtures/sim/): for every
+// policy the exact queue order, placements and metrics, worked out by hand
+// on tiny.conf (8 nodes x 4 GPUs, four 2-node NVLink domains, two leaves).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "core/model/config.hpp"
+#include "core/base/error.hpp"
+#include "core/power/signals.hpp"
+#include "tools/sim/sim.hpp"
+#include "tools/sim/trace.hpp"
+
+using namespace m2g;
+
+namespace {
+
+const std::string kDir = M2G_FIXTURES "/sim/";
+
+SimResult run(const std::string& trace, SimPolicy p, SimOptions o = {})
+{
+    static const Model m = load_model(kDir + "tiny.conf");
+    o.policy = p;
+    return simulate(m, read_trace(kDir + trace), o);
+}
+
+const SimJobResult& job(const SimResult& r, const std::string& id)
+{
+    for (const SimJobResult& j : r.job_results)
+        if (j.id == id)
+            return j;
+    throw Error("no job " + id);
+}
+
+// Node indices in tiny.conf: n1 is 0, ..., n8 is 7.
+using Nodes = std::vector<int>;
+
+const SimPolicy kAll[] = {SimPolicy::M2G,   SimPolicy::Tree,     SimPolicy::TreeNvl,
+                          SimPolicy::Block, SimPolicy::BlockSeg, SimPolicy::FirstFit};
+
+}  // namespace
+
+TEST(SimPolicyName, ParsesAndRejects)
+{
+    for (SimPolicy p : kAll)
+        EXPECT_EQ(parse_sim_policy(to_string(p)), p);
+    try {
+        parse_sim_policy("best");
+        FAIL();
+    } catch (const ParseError& e) {
+        EXPECT_NE(std::string(e.what()).find("m2g, tree, tree-nvl, block, block-seg or firstfit"), std::string::npos);
+    }
+}
+
+// a (1 node), b (2 nodes), c (3 nodes), all at t=0 for 100 s.
+//   m2g:       a n1 (best-fit d1), b d2 = n3 n4, c under leaf2 = n5 n6 n7
+//   tree:      a n1, b leaf1's first free = n2 n3 (d1+d2), c leaf2 = n5 n6 n7
+//   tree-nvl:  the domains are the lowest switches: a the first of the
+//              fewest free, d1 = n1; b d2 (d1 has 1 free) = n3 n4; c no
+//              domain and no leaf1 (1 free): leaf2, its domains best fit:
+//              d3 (the first of the largest) n5 n6, then d4 n7
+//   block:     a d1, b d2, c the 2-block aggregate {d3,d4} = n5 n6 n7
+//   block-seg: a, b as block; c (3 nodes, more than a domain) gets
+//              --segment=1 (3 is prime): three 1-node segments, each to
+//              the block with the fewest free nodes: d1 (n2), d3 (n5),
+//              d3 again (n6) — two leaves
+//   firstfit:  a n1, b n2 n3, c n4 n5 n6 (two leaves)
+TEST(SimPlacement, EachPolicyExact)
+{
+    struct Want {
+        SimPolicy p;
+        Nodes a, b, c;
+        double containment, leaf_span;
+    } wants[] = {
+        {SimPolicy::M2G, {0}, {2, 3}, {4, 5, 6}, 1.0, 1.0},
+        {SimPolicy::Tree, {0}, {1, 2}, {4, 5, 6}, 0.5, 1.0},
+        {SimPolicy::TreeNvl, {0}, {2, 3}, {4, 5, 6}, 1.0, 1.0},
+        {SimPolicy::Block, {0}, {2, 3}, {4, 5, 6}, 1.0, 1.0},
+        {SimPolicy::BlockSeg, {0}, {2, 3}, {1, 4, 5}, 1.0, 4.0 / 3},
+        {SimPolicy::FirstFit, {0}, {1, 2}, {3, 4, 5}, 0.5, 4.0 / 3},
+    };
+    for (const Want& w : wants) {
+        SCOPED_TRACE(to_string(w.p));
+        const SimResult r = run("placement.csv", w.p);
+        EXPECT_EQ(r.policy, to_string(w.p));
+        EXPECT_EQ(r.jobs, 3);
+        EXPECT_EQ(job(r, "a").placed, w.a);
+        EXPECT_EQ(job(r, "b").placed, w.b);
+        EXPECT_EQ(job(r, "c").placed, w.c);
+        for (const char* id : {"a", "b", "c"})
+            EXPECT_EQ(job(r, id).start, 0);
+        EXPECT_EQ(job(r, "c").domain_lb, 2);
+        EXPECT_EQ(job(r, "c").domains, 2);
+        EXPECT_EQ(r.fit_one_domain, 2);
+        EXPECT_DOUBLE_EQ(r.containment, w.containment);
+        EXPECT_EQ(r.multi_domain_jobs, 1);
+        EXPECT_DOUBLE_EQ(r.span_ratio, 1.0);
+        EXPECT_DOUBLE_EQ(r.leaf_span_ratio, w.leaf_span);
+        EXPECT_DOUBLE_EQ(r.utilisation, 24.0 * 100 / (32 * 100));  // 24 of 32 GPUs for the whole run
+        EXPECT_DOUBLE_EQ(r.node_utilisation, 0.75);
+        EXPECT_DOUBLE_EQ(r.stranded_gpus, 0);
+        EXPECT_DOUBLE_EQ(r.makespan_s, 100);
+        EXPECT_DOUBLE_EQ(r.all.delay_mean, 0);
+        EXPECT_EQ(r.cap_violations, 0);
+    }
+}
+
+// j0 (6 nodes, 0..100); j1 (8 nodes, at 1) must wait for j0: reservation
+// at 100, no spare nodes then. j2 (2 nodes, 50 s) ends by 100: backfilled
+// at 2 onto n7 n8. j3 (2 nodes, 200 s) would not end by 100 and the
+// reservation leaves no spare node: it waits behind j1 although n7 n8 are
+// free from 52 to 100. Queue order: j0@0, j2@2, j1@100, j3@110.
+TEST(SimBackfill, EasyReservationEveryPolicy)
+{
+    for (SimPolicy p : kAll) {
+        SCOPED_TRACE(to_string(p));
+        const SimResult r = run("backfill.csv", p);
+        EXPECT_EQ(job(r, "j0").start, 0);
+        EXPECT_EQ(job(r, "j2").start, 2);
+        EXPECT_EQ(job(r, "j1").start, 100);
+        EXPECT_EQ(job(r, "j3").start, 110);
+        EXPECT_EQ(job(r, "j3").end, 310);
+        EXPECT_TRUE(job(r, "j2").backfilled);
+        EXPECT_FALSE(job(r, "j3").backfilled);
+        EXPECT_EQ(r.backfilled, 1);
+        EXPECT_EQ(job(r, "j0").placed, (Nodes{0, 1, 2, 3, 4, 5}));
+        EXPECT_EQ(job(r, "j2").placed, (Nodes{6, 7}));
+        EXPECT_EQ(job(r, "j1").placed, (Nodes{0, 1, 2, 3, 4, 5, 6, 7}));
+        EXPECT_EQ(job(r, "j3").placed, (Nodes{0, 1}));
+        EXPECT_DOUBLE_EQ(r.makespan_s, 310);
+        // The busy window is [0, 110]: the last start. Queue non-empty with
+        // 2 idle nodes (8 GPUs) over [1,2) and [52,100).
+        EXPECT_DOUBLE_EQ(r.window_s, 110);
+        EXPECT_DOUBLE_EQ(r.stranded_gpus, (8.0 * 1 + 8.0 * 48) / (32 * 110));
+        EXPECT_DOUBLE_EQ(r.utilisation, (24.0 * 100 + 8 * 50 + 32 * 10) / (32 * 110));
+        EXPECT_DOUBLE_EQ(r.utilisation_makespan, (24.0 * 100 + 32 * 10 + 8 * 50 + 8 * 200) / (32 * 310));
+        EXPECT_DOUBLE_EQ(r.all.delay_mean, (0 + 99 + 0 + 107) / 4.0);
+        EXPECT_DOUBLE_EQ(r.all.delay_p95, 107);
+        EXPECT_DOUBLE_EQ(r.all.delay_p99, 107);
+        EXPECT_DOUBLE_EQ(r.all.completion_mean, (100 + 109 + 50 + 307) / 4.0);
+        EXPECT_DOUBLE_EQ(r.all.completion_p99, 307);
+        ASSERT_EQ(r.classes.size(), 3u);
+        EXPECT_EQ(r.classes[0].jobs, 0);  // node
+        EXPECT_EQ(r.classes[1].jobs, 2);  // domain: j2, j3
+        EXPECT_DOUBLE_EQ(r.classes[1].delay_mean, 107 / 2.0);
+        EXPECT_EQ(r.classes[2].jobs, 2);  // multi-domain: j0, j1
+        EXPECT_DOUBLE_EQ(r.classes[2].delay_p99, 99);
+        EXPECT_DOUBLE_EQ(r.span_ratio, 1.0);
+    }
+}
+
+// Five jobs fill the cluster but n8; j0 ends at 100 and frees n1. j5 (2
+// nodes) could then run on n1 + n8, two NVLink domains. The baselines
+// start it at 100; m2g (prefer:nvlink, PreferWaitSec 300 by default) holds
+// it for a whole domain. Its wait starts at 100, when it could first have
+// started (its 100 s in the queue before are not prefer wait), and is over
+// at 400: then it takes n1 + n8.
+TEST(SimIntent, M2GHoldsForADomainUntilPreferWaitEnds)
+{
+    for (SimPolicy p : kAll) {
+        SCOPED_TRACE(to_string(p));
+        const SimResult r = run("intent.csv", p);
+        const double start = p == SimPolicy::M2G ? 400 : 100;
+        EXPECT_EQ(job(r, "j0").placed, Nodes{0});
+        EXPECT_EQ(job(r, "j1").placed, Nodes{1});
+        EXPECT_EQ(job(r, "j2").placed, (Nodes{2, 3}));
+        EXPECT_EQ(job(r, "j3").placed, (Nodes{4, 5}));
+        EXPECT_EQ(job(r, "j4").placed, Nodes{6});
+        EXPECT_EQ(job(r, "j5").placed, (Nodes{0, 7}));
+        EXPECT_EQ(job(r, "j5").start, start);
+        EXPECT_EQ(job(r, "j5").domains, 2);
+        EXPECT_DOUBLE_EQ(r.containment, 5.0 / 6);
+        EXPECT_DOUBLE_EQ(r.makespan_s, 1000);
+        // The busy window ends at j5's start. n8 idle over [0,100) while j5
+        // waits; m2g also leaves n1 + n8 idle to 400.
+        EXPECT_DOUBLE_EQ(r.window_s, start);
+        const double stranded = 4.0 * 100 + (p == SimPolicy::M2G ? 8.0 * 300 : 0);
+        EXPECT_DOUBLE_EQ(r.stranded_gpus, stranded / (32 * start));
+        EXPECT_DOUBLE_EQ(r.all.delay_mean, start / 6);
+        EXPECT_DOUBLE_EQ(r.all.delay_p99, start);
+    }
+}
+
+TEST(SimOptions, ScaleGpusRoundsUpToNodesAndRejectsWhatNeverFits)
+{
+    SimOptions o;
+    o.scale_gpus = 2;
+    SimResult r = run("placement.csv", SimPolicy::FirstFit, o);
+    EXPECT_EQ(job(r, "a").nodes, 2);
+    EXPECT_EQ(job(r, "b").nodes, 4);
+    EXPECT_EQ(job(r, "c").nodes, 6);
+    EXPECT_EQ(job(r, "c").start, 100);  // 12 nodes asked of 8: c waits for a and b
+    o.scale_gpus = 4;                   // c: 48 GPUs = 12 nodes > 8
+    r = run("placement.csv", SimPolicy::M2G, o);
+    EXPECT_EQ(r.rejected, 1);
+    EXPECT_EQ(r.jobs, 2);
+    EXPECT_EQ(job(r, "c").start, -1);
+    EXPECT_EQ(job(r, "b").start, 100);  // a and b (8 nodes each... a 4, b 8) run one after the other
+    o.scale_gpus = 0;
+    EXPECT_THROW(run("placement.csv", SimPolicy::M2G, o), Error);
+}
+
+// Offered load = GPU-seconds / (GPUs x submit span): 4720 / (32 x 3).
+TEST(SimOptions, LoadScalesInterArrivalTimes)
+{
+    SimOptions o;
+    o.load = 0.5;
+    const SimResult r = run("backfill.csv", SimPolicy::M2G, o);
+    const double factor = 4720.0 / (32 * 3) / 0.5;
+    EXPECT_DOUBLE_EQ(r.arrival_factor, factor);
+    EXPECT_DOUBLE_EQ(r.offered_load, 0.5);
+    EXPECT_DOUBLE_EQ(job(r, "j3").submit, 3 * factor);
+    EXPECT_DOUBLE_EQ(job(r, "j1").submit, factor);
+    EXPECT_DOUBLE_EQ(job(r, "j1").start, 100);  // 98.3: j0 still holds 6 nodes until 100
+    EXPECT_DOUBLE_EQ(job(r, "j2").start, 2 * factor);  // by then nothing runs
+    EXPECT_EQ(r.backfilled, 0);
+    EXPECT_THROW(run("placement.csv", SimPolicy::M2G, o), Error);  // all submitted at once: no span to scale
+}
+
+TEST(SimOptions, SeedShufflesOnlySameSecondSubmits)
+{
+    auto ids = [](const SimResult& r) {
+        std::vector<std::string> v;
+        for (const auto& j : r.job_results)
+            v.push_back(j.id);
+        return v;
+    };
+    const std::vector<std::string> trace_order = {"j0", "j1", "j2", "j3", "j4", "j5"};
+    EXPECT_EQ(ids(run("intent.csv", SimPolicy::M2G)), trace_order);
+    SimOptions o;
+    o.seed = 7;
+    const auto a = ids(run("intent.csv", SimPolicy::M2G, o)), b = ids(run("intent.csv", SimPolicy::M2G, o));
+    EXPECT_EQ(a, b);
+    EXPECT_NE(a, trace_order);
+    EXPECT_TRUE(std::is_permutation(a.begin(), a.end(), trace_order.begin()));
+    EXPECT_EQ(ids(run("backfill.csv", SimPolicy::M2G, o)), (std::vector<std::string>{"j0", "j1", "j2", "j3"}));
+}
+
+TEST(SimFormat, JsonHasTheAgreedKeys)
+{
+    const std::string j = format_sim_result(run("backfill.csv", SimPolicy::Tree), true);
+    for (const char* k : {"\"policy\":\"tree\"", "\"jobs\":4", "\"containment\":", "\"span_ratio\":",
+                          "\"stranded_gpus\":", "\"utilisation\":", "\"queue_delay_mean_s\":51.5",
+                          "\"queue_delay_p99_s\":107", "\"cap_violations\":0", "\"sim_jobs_per_s\":",
+                          "\"size_classes\":[{\"class\":\"node\""})
+        EXPECT_NE(j.find(k), std::string::npos) << k << " in " << j;
+    EXPECT_EQ(j.back(), '\n');
+    const std::string t = format_sim_result(run("backfill.csv", SimPolicy::Tree), false);
+    EXPECT_NE(t.find("policy: tree\n"), std::string::npos);
+    EXPECT_NE(t.find("1 backfilled"), std::string::npos);
+}
+
+TEST(SimBlock, NeedsEveryNodeInADomain)
+{
+    const Model m = build_model(parse_m2g_conf("NodeName=x[1-2] Gpus=8\nSwitchName=s Nodes=x[1-2]\n", "t"));
+    Trace t;
+    t.jobs.push_back({"one", 0, 10, 8});
+    SimOptions o;
+    o.policy = SimPolicy::Block;
+    EXPECT_THROW(simulate(m, t, o), Error);
+    o.policy = SimPolicy::BlockSeg;
+    EXPECT_THROW(simulate(m, t, o), Error);
+    for (SimPolicy p : {SimPolicy::Tree, SimPolicy::TreeNvl}) {  // the others place nodes outside domains
+        SCOPED_TRACE(to_string(p));
+        o.policy = p;  // tree-nvl: s holds the nodes itself (level 0), as the export writes it
+        const SimResult r = simulate(m, t, o);
+        EXPECT_EQ(r.job_results[0].placed, Nodes{0});
+        EXPECT_EQ(r.job_results[0].domains, 1);
+    }
+}
+
+TEST(Trace, PhillyColumnsByName)
+{
+    const Trace t = parse_philly_csv("num_gpus,job_id,x,duration_s,submit_s\n8,p1,q,30.5,12\n\n1,p2,q,0,12\n", "p.csv");
+    EXPECT_EQ(t.format, "philly");
+    ASSERT_EQ(t.jobs.size(), 2u);
+    EXPECT_EQ(t.jobs[0].id, "p1");
+    EXPECT_EQ(t.jobs[0].gpus, 8);
+    EXPECT_DOUBLE_EQ(t.jobs[0].duration, 30.5);
+    EXPECT_DOUBLE_EQ(t.jobs[1].submit, 12);
+}
+
+TEST(Trace, PhillyErrorsNameTheLine)
+{
+    auto error = [](const std::string& text) {
+        try {
+            parse_philly_csv(text, "p.csv");
+        } catch (const ParseError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    const std::string h = "job_id,submit_s,duration_s,num_gpus\n";
+    EXPECT_EQ(error(h + "a,0,10,1\na,0,10,1.5\n"),
+              "p.csv:3: num_gpus '1.5': expected a whole number from 1 to 1000000");
+    EXPECT_EQ(error(h + "a,-1,10,1\n"), "p.csv:2: submit_s '-1': expected seconds, 0 or more");
+    EXPECT_EQ(error(h + "a,0,ten,1\n"), "p.csv:2: duration_s 'ten': expected seconds, 0 or more");
+    EXPECT_EQ(error(h + "a,0,10\n"), "p.csv:2: 3 fields, the header has 4");
+    EXPECT_NE(error("id,submit\n").find("p.csv:1: the header must name the columns"), std::string::npos);
+    EXPECT_NE(error("").find("empty trace"), std::string::npos);
+}
+
+TEST(Trace, SwfSkipsUnknownRunTimesAndReadsProcessors)
+{
+    const Trace t = read_trace(kDir + "tiny.swf");
+    EXPECT_EQ(t.format, "swf");
+    EXPECT_EQ(t.skipped, 1);  // job 2: run time -1
+    ASSERT_EQ(t.jobs.size(), 3u);
+    EXPECT_EQ(t.jobs[0].gpus, 4);
+    EXPECT_EQ(t.jobs[1].gpus, 8);  // requested processors
+    EXPECT_EQ(t.jobs[2].gpus, 6);  // requested unknown: allocated
+    EXPECT_DOUBLE_EQ(t.jobs[2].submit, 20);
+    EXPECT_DOUBLE_EQ(t.jobs[2].duration, 30);
+    try {
+        parse_swf("; c\n1 0 0 10 4\n", "w.swf");
+        FAIL();
+    } catch (const ParseError& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "w.swf:2: 5 fields; an SWF job line has 18 (job, submit, wait, run time, processors, ...)");
+    }
+    const SimResult r = simulate(load_model(kDir + "tiny.conf"), t, SimOptions{});
+    EXPECT_EQ(r.jobs, 3);
+    EXPECT_EQ(r.job_results[1].start, 10);  // 2 nodes next to job 1's one
+    // Unknown submit time (-1, as in LLNL-Thunder's all -1 records): skipped;
+    // another negative submit time: an error.
+    const Trace u = parse_swf("1 -1 -1 -1 -1 -1 -1 -1 -1 -1 1 36 -1 66 -1 2 -1 -1\n"
+                              "2 5 0 10 4 -1 -1 4 60 -1 1 1 1 -1 -1 -1 -1 -1\n",
+                              "u.swf");
+    EXPECT_EQ(u.skipped, 1);
+    ASSERT_EQ(u.jobs.size(), 1u);
+    EXPECT_EQ(u.jobs[0].id, "2");
+    try {
+        parse_swf("1 -5 0 10 4 -1 -1 4 60 -1 1 1 1 -1 -1 -1 -1 -1\n", "n.swf");
+        FAIL();
+    } catch (const ParseError& e) {
+        EXPECT_EQ(std::string(e.what()), "n.swf:1: submit time (field 2) must be 0 or more, or -1 (unknown)");
+    }
+}
+
+// ---- GPU-granular jobs, health, power and the signals timeline --------------
+
+namespace {
+
+Trace trace_of(std::initializer_list<TraceJob> jobs)
+{
+    Trace t;
+    t.format = "philly";
+    t.jobs = jobs;
+    return t;
+}
+
+std::string shared_data()
+{
+    const char* d = std::getenv("M2G_DATA");
+    return d ? d : M2G_FIXTURES "/../../../shared/data";
+}
+
+const Model& tiny()
+{
+    static const Model m = load_model(kDir + "tiny.conf");
+    return m;
+}
+
+}  // namespace
+
+// Four 1-GPU jobs share n1 (select/m2g offers nodes with the job's GPUs
+// free, as cons_tres does); the 4-GPU job then takes n2, the best fit.
+TEST(SimGpus, SubNodeJobsShareANode)
+{
+    const Trace t = trace_of({{"g1", 0, 100, 1}, {"g2", 0, 100, 1}, {"g3", 0, 100, 1}, {"g4", 0, 100, 1},
+                              {"w", 0, 100, 4}, {"h", 0, 100, 6}});
+    for (SimPolicy p : kAll) {
+        SCOPED_TRACE(to_string(p));
+        SimOptions o;
+        o.policy = p;
+        const SimResult r = simulate(tiny(), t, o);
+        for (const char* id : {"g1", "g2", "g3", "g4"}) {
+            EXPECT_EQ(job(r, id).placed, Nodes{0});
+            EXPECT_EQ(job(r, id).gpus_per_node, 1);
+        }
+        EXPECT_EQ(job(r, "w").placed, Nodes{1});
+        EXPECT_EQ(job(r, "h").nodes, 2);  // 6 GPUs: 2 nodes x 3
+        EXPECT_EQ(job(r, "h").gpus_per_node, 3);
+        EXPECT_EQ(job(r, "h").start, 0);
+        // 4 + 4 + 6 of 32 GPUs for the whole run; nodes: 4 of 8.
+        EXPECT_DOUBLE_EQ(r.utilisation, 14.0 / 32);
+        EXPECT_DOUBLE_EQ(r.node_utilisation, 4.0 / 8);
+    }
+}
+
+// Nodes down or degraded in the timeline are unusable for every policy.
+TEST(SimHealth, DownAndDegradedNodesAreNeverUsed)
+{
+    const Signals feed = parse_signals(
+        R"({"schema":"m2g.signals/v1","generated_at":1767225600,"health":{"down":"n1","degraded":"n3"}})", "feed",
+        tiny(), 1767225600);
+    const Trace t = trace_of({{"a", 0, 100, 4}, {"b", 0, 100, 4}, {"big", 0, 100, 24}, {"never", 0, 100, 32}});
+    for (SimPolicy p : kAll) {
+        SCOPED_TRACE(to_string(p));
+        SimOptions o;
+        o.policy = p;
+        o.timeline = &feed;
+        const SimResult r = simulate(tiny(), t, o);
+        EXPECT_EQ(r.unusable_nodes, 2);
+        for (const SimJobResult& j : r.job_results)
+            for (int n : j.placed)
+                EXPECT_TRUE(n != 0 && n != 2) << j.id << " on node " << n;
+        EXPECT_EQ(job(r, "never").start, -1);
+        if (p == SimPolicy::BlockSeg) {
+            // big (6 nodes) is --segment=2: three domains with 2 usable
+            // nodes each, and only d3 and d4 have them.
+            EXPECT_EQ(r.rejected, 2);
+            EXPECT_EQ(job(r, "big").start, -1);
+            continue;
+        }
+        EXPECT_EQ(r.rejected, 1);  // 8 nodes asked, 6 usable
+        // 6 nodes: all usable ones, after a and b end at 100. They lie in 4
+        // NVLink domains, one more than the 3 that 6 nodes need: m2g
+        // (prefer:nvlink) holds out for its PreferWaitSec of 300 s, counted
+        // from 100, when it could first have started.
+        EXPECT_EQ(job(r, "big").start, p == SimPolicy::M2G ? 400 : 100);
+    }
+}
+
+TEST(SimPower, CdfParsesSamplesAndNamesErrors)
+{
+    const std::string text =
+        "cluster,metric,unit,cdf_pct,value\n"
+        "a,gpu_power,W,0,50\n"
+        "a,gpu_power,W,50,100\n"
+        "a,gpu_power,W,100,400\n"
+        "b,gpu_power,W,0,70\n"
+        "a,gpu_core_temp,C,0,30\n";
+    const PowerCdf c = parse_power_cdf(text, "cdf.csv", "a");
+    ASSERT_EQ(c.points.size(), 3u);
+    EXPECT_DOUBLE_EQ(c.sample(0), 50);
+    EXPECT_DOUBLE_EQ(c.sample(0.25), 75);
+    EXPECT_DOUBLE_EQ(c.sample(0.5), 100);
+    EXPECT_DOUBLE_EQ(c.sample(0.75), 250);
+    EXPECT_DOUBLE_EQ(c.sample(1), 400);
+    auto message = [&](const std::string& t, const std::string& cl) {
+        try {
+            parse_power_cdf(t, "cdf.csv", cl);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_EQ(message(text, "zz"), "cdf.csv: no gpu_power rows for cluster 'zz'; clusters with them: a, b");
+    EXPECT_EQ(message("cluster,metric,unit,cdf_pct,value\na,gpu_power,W,10,90\na,gpu_power,W,20,80\n", "a"),
+              "cdf.csv:3: a CDF must not decrease: 20% at 80 W after 10% at 90 W");
+    EXPECT_EQ(message("cluster,metric,unit,cdf_pct,value\na,gpu_power,W,x,90\n", "a"),
+              "cdf.csv:2: cdf_pct 'x': expected a number from 0 to 100");
+    EXPECT_EQ(message("name,value\n", "a"),
+              "cdf.csv:1: expected a header with the columns cluster, metric, cdf_pct and value (the Acme 2023 "
+              "power/thermal CDF format)");
+}
+
+// The real Acme CDF: draws are seeded, the same for every policy, and
+// inside the CDF's range.
+TEST(SimPower, DrawsAreSeededAndEqualAcrossPolicies)
+{
+    const PowerCdf c = read_power_cdf(shared_data() + "/acme2023_power_thermal_cdf.csv", "kalos");
+    const Trace t = read_trace(kDir + "intent.csv");
+    SimOptions o;
+    o.power = &c;
+    o.seed = 3;
+    o.policy = SimPolicy::M2G;
+    const SimResult a = simulate(tiny(), t, o);
+    o.policy = SimPolicy::FirstFit;
+    const SimResult b = simulate(tiny(), t, o);
+    double energy = 0;
+    for (size_t i = 0; i < a.job_results.size(); ++i) {
+        EXPECT_EQ(a.job_results[i].w_gpu, b.job_results[i].w_gpu);
+        EXPECT_GE(a.job_results[i].w_gpu, c.points.front().second);
+        EXPECT_LE(a.job_results[i].w_gpu, c.points.back().second);
+        energy += a.job_results[i].w_gpu * a.job_results[i].gpus * (a.job_results[i].end - a.job_results[i].start);
+    }
+    EXPECT_NEAR(a.energy_kwh, energy / 3.6e6, 1e-9);
+    EXPECT_NE(a.job_results[0].w_gpu, a.job_results[1].w_gpu);
+}
+
+// Site budget 10 kW; a DR event cuts 5 kW from 100 to 400 s, announced in
+// the feed from the start. Training draws its class estimate, 413 W per
+// GPU. A (16 GPUs, 6.608 kW, 1000 s) arrives at 0; B (4 GPUs, 1.652 kW)
+// during the event; C (16 GPUs) at 600 would take the site to 13.216 kW.
+//   m2g:       gate()'s pre-event ramp keeps A from starting into the
+//              event (6.608 kW over its 5 kW): A starts at its end (400);
+//              decide() defers B to the event's end (400) and C by
+//              PowerRetrySec (300) until A has ended (1400): C starts at
+//              1500. No violation.
+//   baselines: A at 0, B at 150 and C at 600: two violations (the event,
+//              and 600-700 over the 10 kW budget), the larger 8.26 - 5 kW.
+TEST(SimPower, DemandResponseThroughDecideAndGate)
+{
+    const Signals feed = parse_signals(R"({"schema":"m2g.signals/v1","generated_at":1767225600,
+        "power":{"site":{"budget_kw":10}},
+        "events":[{"id":"dr1","start":1767225700,"end":1767226000,"curtail_kw":5,"scope":"site"}]})",
+                                       "feed", tiny(), 1767225600);
+    const Trace t = trace_of({{"A", 0, 1000, 16}, {"B", 150, 100, 4}, {"C", 600, 100, 16}});
+    for (SimPolicy p : kAll) {
+        SCOPED_TRACE(to_string(p));
+        SimOptions o;
+        o.policy = p;
+        o.timeline = &feed;
+        const SimResult r = simulate(tiny(), t, o);
+        const bool m2g = p == SimPolicy::M2G;
+        EXPECT_EQ(job(r, "A").start, m2g ? 400 : 0);
+        EXPECT_EQ(job(r, "B").start, m2g ? 400 : 150);
+        EXPECT_EQ(job(r, "B").eligible, m2g ? 400 : 150);
+        EXPECT_EQ(job(r, "C").start, m2g ? 1500 : 600);
+        EXPECT_EQ(r.deferred, m2g ? 3 : 0);  // A too: pending when the event starts, it is deferred to its end
+        EXPECT_EQ(job(r, "B").deferred, m2g);
+        if (m2g) {
+            EXPECT_EQ(job(r, "B").admission.rfind("defer: DR event dr1 (site -5 kW) until 2026-01-01T00:06:40Z", 0), 0u)
+                << job(r, "B").admission;
+        }
+        EXPECT_EQ(r.cap_violations, m2g ? 0 : 2);
+        EXPECT_DOUBLE_EQ(r.cap_violation_s, m2g ? 0 : 400);
+        EXPECT_NEAR(r.cap_peak_over_kw, m2g ? 0 : 8.26 - 5, 1e-9);
+        ASSERT_EQ(r.events.size(), 1u);
+        const SimEventResult& e = r.events[0];
+        EXPECT_EQ(e.id, "dr1");
+        EXPECT_EQ(e.scope, "site");
+        EXPECT_DOUBLE_EQ(e.start, 100);
+        EXPECT_DOUBLE_EQ(e.end, 400);
+        EXPECT_DOUBLE_EQ(e.budget_kw, 5);
+        EXPECT_NEAR(e.draw_at_start_kw, m2g ? 0 : 6.608, 1e-9);
+        EXPECT_NEAR(e.peak_draw_kw, m2g ? 0 : 8.26, 1e-9);
+        EXPECT_DOUBLE_EQ(e.response_s, m2g ? 0 : -1);  // baselines: A runs past the event
+        EXPECT_DOUBLE_EQ(e.over_s, m2g ? 0 : 300);
+        EXPECT_NEAR(r.peak_site_kw, m2g ? 8.26 : 13.216, 1e-9);
+    }
+}
+
+TEST(SimFormat, JobLogHasOneLinePerJobWithHostlists)
+{
+    const SimResult r = run("placement.csv", SimPolicy::M2G);
+    const std::string log = format_sim_jobs(tiny(), r);
+    EXPECT_EQ(log,
+              "id,gpus,nodes,submit,eligible,start,end,domains,domain_lb,leaves,w_gpu,admission,nodelist\n"
+              "a,4,1,0,0,0,100,1,1,1,413,,\"n1\"\n"
+              "b,8,2,0,0,0,100,1,1,1,413,,\"n[3-4]\"\n"
+              "c,12,3,0,0,0,100,2,2,1,413,,\"n[5-7]\"\n");
+}
+
+// ---- The backfill reservation on nodes ---------------------------------------
+
+// Eight 1-node jobs fill tiny.conf (block: each to the base block with the
+// fewest free nodes, a1 a2 on d1, a3 a4 on d2, ...); a2..a5 end at 10 and
+// leave n2 (d1), n3 n4 (d2) and n5 (d3) free. E (4 nodes, at 5, 100 s) and
+// F (1 node, at 6, 100 s) wait.
+//   block:     E starts at 10 on the whole-cluster aggregate, blocks best
+//              fit: d2 (n3 n4), then the first of the largest, d1 (n2),
+//              then d3 (n5): three domains. F follows at 110 when E ends,
+//              on n2 (d1 has the fewest free).
+//   block-seg: E is --segment=2, two segments of 2, and only d2 has two
+//              free nodes: E waits for a1 a6 a7 a8 (1000) and takes d1 d2.
+//              Its reservation on nodes is d1 d2 at 1000; F ends by then and
+//              backfills at 10 on n2. Counted in GPUs the reservation is met
+//              at 10 already (16 GPUs free, none spare), so there F, which
+//              would run past 10, waits with E until 1000 (then n5, d3).
+TEST(SimReservation, BlockSegWaitsForWholeSegmentsAndNodeRuleBackfillsMeanwhile)
+{
+    const Trace t = trace_of({{"a1", 0, 1000, 4}, {"a2", 0, 10, 4}, {"a3", 0, 10, 4}, {"a4", 0, 10, 4},
+                              {"a5", 0, 10, 4}, {"a6", 0, 1000, 4}, {"a7", 0, 1000, 4}, {"a8", 0, 1000, 4},
+                              {"E", 5, 100, 16}, {"F", 6, 100, 4}});
+    for (bool by_nodes : {true, false}) {
+        SCOPED_TRACE(by_nodes ? "nodes" : "gpus");
+        SimOptions o;
+        o.reserve_nodes = by_nodes;
+        o.policy = SimPolicy::Block;
+        SimResult r = simulate(tiny(), t, o);
+        for (int i = 1; i <= 8; ++i)
+            EXPECT_EQ(job(r, "a" + std::to_string(i)).placed, Nodes{i - 1});
+        EXPECT_EQ(job(r, "E").start, 10);
+        EXPECT_EQ(job(r, "E").placed, (Nodes{1, 2, 3, 4}));
+        EXPECT_EQ(job(r, "E").domains, 3);
+        EXPECT_EQ(job(r, "F").start, 110);
+        EXPECT_EQ(job(r, "F").placed, Nodes{1});
+        EXPECT_EQ(r.backfilled, 0);
+
+        o.policy = SimPolicy::BlockSeg;
+        r = simulate(tiny(), t, o);
+        EXPECT_EQ(job(r, "E").start, 1000);
+        EXPECT_EQ(job(r, "E").placed, (Nodes{0, 1, 2, 3}));
+        EXPECT_EQ(job(r, "E").domains, 2);
+        EXPECT_EQ(job(r, "F").start, by_nodes ? 10 : 1000);
+        EXPECT_EQ(job(r, "F").placed, by_nodes ? Nodes{1} : Nodes{4});
+        EXPECT_EQ(job(r, "F").backfilled, by_nodes);
+    }
+}
+
+// J0 (3 nodes, 100 s) and J1 (3 nodes, 1000 s) start at 0; H (4 nodes, at
+// 1, 10 s) waits for J0; B (1 node, at 2, 500 s) would still run at H's
+// shadow time, 100. By GPUs there are 20 free at 100 for H's 16, so B fits
+// the 4 spare and goes wherever its policy puts it; by nodes it must keep
+// off the nodes H's policy would take at 100.
+//   tree:      J0 n1..n3 (leaf1: the first of the fewest free), J1 n5..n7
+//              (leaf2). nodes: H's reservation is leaf1 whole, n1..n4; B
+//              takes n8; H starts at 100 under leaf1. gpus: B takes n4 (one
+//              free node under each leaf: the first), so at 100 H spans
+//              both leaves, n1..n3 + n8.
+//   tree-nvl:  J0 fits no domain: leaf1, domains best fit, d1 (n1 n2) then
+//              d2 (n3); J1 likewise d3 + n7 under leaf2. nodes: as tree.
+//              gpus: B to the first domain with the fewest free, d2 (n4);
+//              H at 100 on d1, d2's n3 and d4's n8: three domains.
+//   block:     J0 the aggregate d1+d2 (n1..n3), J1 d3+d4 (n5..n7); then as
+//              tree-nvl: nodes H on d1+d2, B on n8; gpus B n4, H n1..n3+n8.
+//   block-seg: J0 and J1 (3 nodes, a prime) are three 1-node segments,
+//              each to the block with the fewest free: J0 n1 n2 (d1) n3
+//              (d2), J1 n4 (d2) n5 n6 (d3). H is two segments of 2: at 100
+//              only d1 and d4 have two free nodes, so H's reservation is
+//              n1 n2 n7 n8, both free now nodes are in it, and B waits; H
+//              starts at 100 and B after it (n3). gpus: B takes n7 (d4, the
+//              only block with a free node) and H, with one whole block at
+//              100, waits for B to end at 502.
+//   firstfit:  J0 n1..n3, J1 n4..n6. nodes: H's reservation is the first 4
+//              free at 100, n1..n3 + n7; B takes n8. gpus: B takes n7, H
+//              n1..n3 + n8.
+//   m2g:       J0 d1 + n3, J1 d3 + n7 (prefer:nvlink, fewest domains). nodes:
+//              select/m2g in will-run mode on the nodes free at 100 gives
+//              H d1 + d2 (n1..n4); B takes n8; H starts at 100 in two
+//              domains. gpus: B takes n4 (the best-fit domain), and at 100
+//              H has no two whole domains: it waits for its prefer wait and
+//              then takes n1..n3 + n8.
+TEST(SimReservation, EveryPolicyKeepsTheHeadsNodesFree)
+{
+    const Trace t = trace_of({{"J0", 0, 100, 12}, {"J1", 0, 1000, 12}, {"H", 1, 10, 16}, {"B", 2, 500, 4}});
+    struct Want {
+        SimPolicy p;
+        bool by_nodes;
+        Nodes j1, h, b;
+        double h_start, b_start;  // H's -1: later than 100 (m2g's prefer wait)
+    } wants[] = {
+        {SimPolicy::Tree, true, {4, 5, 6}, {0, 1, 2, 3}, {7}, 100, 2},
+        {SimPolicy::Tree, false, {4, 5, 6}, {0, 1, 2, 7}, {3}, 100, 2},
+        {SimPolicy::TreeNvl, true, {4, 5, 6}, {0, 1, 2, 3}, {7}, 100, 2},
+        {SimPolicy::TreeNvl, false, {4, 5, 6}, {0, 1, 2, 7}, {3}, 100, 2},
+        {SimPolicy::Block, true, {4, 5, 6}, {0, 1, 2, 3}, {7}, 100, 2},
+        {SimPolicy::Block, false, {4, 5, 6}, {0, 1, 2, 7}, {3}, 100, 2},
+        {SimPolicy::BlockSeg, true, {3, 4, 5}, {0, 1, 6, 7}, {2}, 100, 100},
+        {SimPolicy::BlockSeg, false, {3, 4, 5}, {0, 1, 6, 7}, {6}, 502, 2},
+        {SimPolicy::FirstFit, true, {3, 4, 5}, {0, 1, 2, 6}, {7}, 100, 2},
+        {SimPolicy::FirstFit, false, {3, 4, 5}, {0, 1, 2, 7}, {6}, 100, 2},
+        {SimPolicy::M2G, true, {4, 5, 6}, {0, 1, 2, 3}, {7}, 100, 2},
+        {SimPolicy::M2G, false, {4, 5, 6}, {0, 1, 2, 7}, {3}, -1, 2},
+    };
+    for (const Want& w : wants) {
+        SCOPED_TRACE(std::string(to_string(w.p)) + (w.by_nodes ? " nodes" : " gpus"));
+        SimOptions o;
+        o.policy = w.p;
+        o.reserve_nodes = w.by_nodes;
+        const SimResult r = simulate(tiny(), t, o);
+        EXPECT_EQ(job(r, "J0").placed, (Nodes{0, 1, 2}));
+        EXPECT_EQ(job(r, "J1").placed, w.j1);
+        EXPECT_EQ(job(r, "H").placed, w.h);
+        EXPECT_EQ(job(r, "B").placed, w.b);
+        if (w.h_start < 0)
+            EXPECT_GT(job(r, "H").start, 100);
+        else
+            EXPECT_EQ(job(r, "H").start, w.h_start);
+        EXPECT_EQ(job(r, "B").start, w.b_start);
+        EXPECT_EQ(job(r, "B").backfilled, w.b_start == 2);
+    }
+}
