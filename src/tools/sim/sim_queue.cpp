@@ -1,0 +1,584 @@
+// m2g tools: the simulator's queue (see simulator.hpp and doc/simulator.md):
+// the event loop, FCFS with EASY backfill, and each start through the
+// policy's placer or select/m2g's placement session.
+#include "tools/sim/simulator.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace m2g {
+namespace sim {
+
+void Simulator::push_timeline_events()
+{
+    for (size_t i = 0; i < jobs.size(); ++i)
+        events.push({jobs[i].submit, kSubmit, static_cast<int>(i)});
+    if (tl)
+        for (const CurtailmentEvent& e : tl->events) {
+            SimEventResult er;
+            er.id = e.id;
+            er.scope = e.scope_name;
+            er.start = sim_time(e.start);
+            er.end = sim_time(e.end);
+            er.announced = first_submit;
+            if (opts.event_notice_s >= 0) {
+                // Its announcement changes the feed: an edge of its own.
+                er.announced = std::max(first_submit, sim_time(e.start - opts.event_notice_s));
+                if (er.announced < er.start)
+                    events.push({er.announced, kSignal, -1});
+            }
+            r.events.push_back(er);
+            events.push({er.start, kSignal, -1});
+            events.push({er.end, kSignal, -1});
+        }
+    if (tl)
+        for (const MaintenanceWindow& w : tl->maintenance) {
+            events.push({sim_time(w.start), kSignal, -1});
+            events.push({sim_time(w.end), kSignal, -1});
+        }
+}
+
+// Every event in time order; at each time, what Slurm, job_submit/m2g and
+// the curtailment controller do, then the state measured.
+void Simulator::run_events()
+{
+    while (!events.empty()) {
+        const double now = events.top().t;
+        const double dt = now - last_t;
+        if (dt > 0 && curtail && !segments.empty() && segments.back().t1 == last_t &&
+            segments.back().busy_gpus == busy_gpus && segments.back().busy_nodes == busy_nodes &&
+            segments.back().stranded == stranded_now)
+            segments.back().t1 = now;  // the controller's rounds change none of these
+        else if (dt > 0)
+            segments.push_back({last_t, now, busy_gpus, busy_nodes, stranded_now});
+        power_integral += site_kw * dt;
+        if (any_over)
+            over_integral += dt;
+        if (dt > 0)
+            for (const SimEventResult& er : r.events)
+                if (er.start <= last_t && last_t < er.end) {
+                    r.energy_in_events_kwh += site_kw * dt / 3600.0;
+                    r.nondeferrable_work_in_events_gpu_s += nd_rate * dt;
+                    break;
+                }
+        if (dt > 0) {
+            const double a = std::max(last_t, window_a), b = std::min(now, window_b);
+            if (b > a)
+                r.nondeferrable_work_window_gpu_s += nd_rate * (b - a);
+        }
+        integrate_events(last_t, now);
+        last_t = now;
+        std::vector<int> arrivals, releases;
+        bool edge = false;      // the timeline changes now
+        bool tick_due = false;  // the curtailment controller's loop comes round
+        bool pass = false;      // something Slurm and job_submit/m2g react to (not the controller's loop)
+        while (!events.empty() && events.top().t == now) {
+            const Event e = events.top();
+            events.pop();
+            if (e.kind == kSignal) {
+                edge = true;  // the passes below see the new time
+                pass = true;
+                ++inputs;
+                continue;
+            }
+            if (e.kind == kTick) {
+                tick_pending = false;
+                tick_due = true;
+                continue;
+            }
+            if (e.kind == kActuate) {
+                while (!pending.empty() && pending.front().first <= now) {
+                    const CurtailAction a = pending.front().second;
+                    pending.pop_front();
+                    actuate(a, now);
+                }
+                continue;
+            }
+            SimJobResult& job = jobs[e.job];
+            if (e.kind == kEnd && curtail && (live_pos[e.job] < 0 || e.t != job.end))
+                continue;  // stale: its end moved (cap, suspension) or it was requeued
+            pass = true;
+            if (e.kind == kEnd && curtail) {
+                advance(e.job, now);
+                drop_live(e.job);
+                ++inputs;
+                running.erase(running.find({job.end, e.job}));
+                in_running[e.job] = 0;
+                for (int n : job.placed)
+                    adjust_node(n, job.gpus_per_node);
+                ++version;
+                book_w(job, -w_now[e.job]);
+                w_now[e.job] = 0;
+                if (!job.deferrable)
+                    nd_rate -= job.gpus * speed[e.job];
+                last_end = std::max(last_end, now);
+            } else if (e.kind == kEnd) {
+                running.erase(running.find({job.end, e.job}));
+                for (int n : job.placed)
+                    adjust_node(n, job.gpus_per_node);
+                ++version;
+                book_power(job, -1);
+                if (!job.deferrable)
+                    nd_rate -= job.gpus;
+                last_end = std::max(last_end, now);
+            } else if (e.kind == kSubmit) {
+                if (!fits_empty(e.job, now)) {
+                    ++r.rejected;
+                    continue;
+                }
+                arrivals.push_back(e.job);
+            } else if (e.kind == kRelease) {
+                releases.push_back(e.job);
+            }
+            // kWake: nothing to change; the pass below retries with the wait over.
+        }
+        // The controller's loop and its actions alone start no scheduling
+        // pass (the run stays the one CurtailMode=off makes until an
+        // action changes something), but a requeue does.
+        if (pass || !requeued.empty()) {
+            if (power_aware) {
+                view = view_at(now);  // with the ends applied
+                admission.begin_pass(epoch(now));
+                if (edge)
+                    release_pass(now);
+            }
+            for (int j : releases)  // held jobs whose begin time came (not one a pass moved)
+                if (adm_begin[j] && epoch(now) >= adm_begin[j])
+                    release_held(j, now);
+            for (int j : arrivals)
+                if (submit(j, now))
+                    queue_job(j, now);
+            for (int j : requeued)  // back to job_submit/m2g, as a requeued job is
+                if (submit(j, now))
+                    queue_job(j, now);
+            requeued.clear();
+            schedule(now);
+        }
+        bool planned = false;
+        if (curtail && (tick_due || edge))
+            planned = plan_round(now);
+        check_caps(now);
+        r.peak_site_kw = std::max(r.peak_site_kw, site_kw);
+        stranded_now = queue.empty() ? 0 : free_gpus;
+        if (opts.record_site_power && (r.site_power.empty() || std::abs(r.site_power.back().second - site_kw) > 1e-9)) {
+            if (!r.site_power.empty() && r.site_power.back().first == now)
+                r.site_power.back().second = site_kw;
+            else
+                r.site_power.emplace_back(now, site_kw);
+        }
+        // The controller's loop runs while jobs hold GPUs; it stops when
+        // nothing else can happen and it has nothing more to do.
+        if (curtail && !tick_pending && !live.empty() && (!events.empty() || planned)) {
+            events.push({now + static_cast<double>(ap.curtail_interval_sec), kTick, -1});
+            tick_pending = true;
+        }
+    }
+}
+
+// One select_p_job_test on `offer` at `now`, cons_tres's part played by
+// the tree policy: true with the job's nodes in `picked`.
+// `clock_started`: that call started the job's prefer clock.
+bool Simulator::select_nodes(const JobFacts& f, const std::vector<uint8_t>& offer, const FreeGpus& free_now, SelectMode mode, double now)
+{
+    const int total = static_cast<int>(std::count(offer.begin(), offer.end(), uint8_t(1)));
+    const Outcome o = select->decide(f, offer, total, free_now, mode, epoch(now));
+    clock_started = o.clock_started;
+    if (o.offer == Outcome::Offer::Refuse)
+        return false;
+    if (o.offer == Outcome::Offer::Narrowed) {
+        picked = o.nodes;  // cons_tres takes them: all are offered with the job's GPUs free
+        return true;
+    }
+    stock_offer = offer;
+    for (int n : o.ruled_out)
+        stock_offer[n] = 0;
+    return placer->place(f.nodes, stock_offer, picked);
+}
+
+// Can a job ever start? (On an empty healthy cluster; for m2g,
+// select/m2g's test-only question with the prefer wait over.)
+bool Simulator::fits_empty(int index, double now)
+{
+    const SimJobResult& j = jobs[index];
+    const std::tuple<int, int, int> key{j.nodes, j.gpus_per_node, cls_of[index]};
+    auto it = ever_fits.find(key);
+    if (it != ever_fits.end())
+        return it->second;
+    scratch.assign(m.nodes.size(), 0);
+    int ok = 0;
+    for (size_t n = 0; n < m.nodes.size(); ++n)
+        ok += scratch[n] = node_ok[n] && m.nodes[n].gpus >= j.gpus_per_node;
+    bool fits = j.nodes <= ok;
+    if (fits && select) {
+        JobFacts f = facts_of(index);
+        f.wait_over = true;
+        fits = select_nodes(f, scratch, [&](int n) { return m.nodes[n].gpus; }, SelectMode::TestOnly, now);
+    } else if (fits) {
+        fits = placer->place(j.nodes, scratch, picked);
+    }
+    ever_fits.emplace(key, fits);
+    return fits;
+}
+
+void Simulator::adjust_node(int n, int delta_gpus)
+{
+    if (node_ok[n])
+        --free_count[node_free[n]];
+    const bool was_busy = node_free[n] < m.nodes[n].gpus;
+    node_free[n] += delta_gpus;
+    if (node_ok[n]) {
+        ++free_count[node_free[n]];
+        free_gpus += delta_gpus;
+    }
+    busy_nodes += (node_free[n] < m.nodes[n].gpus) - was_busy;
+    busy_gpus -= delta_gpus;
+}
+
+void Simulator::start_job(int j, double now)
+{
+    SimJobResult& job = jobs[j];
+    job.placed = picked;
+    std::sort(job.placed.begin(), job.placed.end());
+    for (int n : job.placed)
+        adjust_node(n, -job.gpus_per_node);
+    ++version;
+    if (job.start < 0)
+        job.start = now;  // a requeued job keeps its first start
+    last_start[j] = now;
+    if (curtail) {
+        CurtailJob& c = cj[j];
+        c = CurtailJob{};
+        c.id = static_cast<uint32_t>(j);
+        c.intent = class_intent[cls_of[j]];
+        c.nodes = job.placed;
+        c.gpus_per_node = job.gpus_per_node;
+        c.w_gpu = job.w_gpu;  // the simulated draw is known exactly
+        // Every simulated job asks for a checkpoint signal (--signal=
+        // USR1@...), so a Curtail=requeue class is requeued, not suspended.
+        c.checkpoint_signal = 10;
+        c.start_time = epoch(now);
+        work_left[j] = attempt_work[j];
+        rate_t[j] = now;
+        speed[j] = 1;
+        w_now[j] = job.w_gpu;
+        live_pos[j] = static_cast<int>(live.size());
+        live.push_back(j);
+        ++inputs;
+        job.end = now + attempt_work[j];
+        in_running[j] = 1;
+    } else {
+        job.end = now + duration[j];
+    }
+    running.emplace(job.end, j);
+    events.push({job.end, kEnd, j});
+    book_power(job, 1);
+    if (!job.deferrable)
+        nd_rate += job.gpus;
+    if (select) {
+        select->job_started(facts_of(j), job.placed, epoch(now));  // select_p_job_begin
+        if (power_aware)
+            recent.push_back(j);
+    }
+}
+
+bool Simulator::try_place(int j, double now)
+{
+    const SimJobResult& job = jobs[j];
+    if (job.nodes > usable_nodes(job.gpus_per_node))
+        return false;
+    const std::vector<uint8_t>& offer = usable_for(job.gpus_per_node);
+    if (!select) {
+        const std::tuple<int, int, int, int> key{job.nodes, job.gpus_per_node, 0, cls_of[j]};
+        if (failed.count(key))
+            return false;
+        if (placer->place(job.nodes, offer, picked))
+            return true;
+        failed.insert(key);
+        return false;
+    }
+    const JobFacts f = facts_of(j);
+    // Without signals, select/m2g answers equal requests alike within a
+    // pass but for the prefer clock, which the key holds.
+    const int64_t since = select->prefer_since(f.job_id);
+    const std::tuple<int, int, int, int> key{job.nodes, job.gpus_per_node,
+                                             since == 0 ? 0 : epoch(now) - since >= prefer_wait_s ? 2 : 1,
+                                             cls_of[j]};
+    if (!power_aware && failed.count(key))
+        return false;
+    if (select_nodes(f, offer, [&](int n) { return node_free[n]; }, SelectMode::RunNow, now))
+        return true;
+    if (clock_started) {
+        // A lesser placement was free: its prefer wait starts now and
+        // ends with an event. Another job of this shape without a clock
+        // would start its own: no failure to remember.
+        if (prefer_wait > 0)
+            events.push({now + prefer_wait, kWake, j});
+        return false;
+    }
+    failed.insert(key);
+    return false;
+}
+
+void Simulator::enqueue(int j)
+{
+    auto it = queue.end();
+    while (it != queue.begin() && *std::prev(it) > j)
+        --it;
+    queue.insert(it, j);
+}
+
+// Eligible from `now`: into the queue. (Its prefer wait starts when it
+// could first have started: select_nodes.)
+void Simulator::queue_job(int j, double now)
+{
+    adm_begin[j] = 0;
+    jobs[j].eligible = now;
+    enqueue(j);
+}
+
+// EASY backfill's reservation for the queue head, on nodes: walking the
+// running jobs by end time, the first end time at which the head's own
+// policy places it on the nodes free then (m2g: select/m2g's decide()
+// in will-run mode, the clock at now, as Slurm's backfill asks it) is
+// the shadow time, and those nodes are `reserved`. End times are tried
+// from the first with enough usable nodes, the step doubling until one
+// places it, then halving back to the first that does (exact when more
+// free nodes never make a placement fail: every baseline). False when
+// it places nowhere even once every running job has ended.
+bool Simulator::reserve_head(int head, double now, double& shadow)
+{
+    const SimJobResult& h = jobs[head];
+    const int g = std::max(h.gpus_per_node, 1);
+    ending.assign(running.begin(), running.end());
+    group_end.clear();
+    for (size_t i = 0; i < ending.size(); ++i)
+        if (i + 1 == ending.size() || ending[i + 1].first != ending[i].first)
+            group_end.push_back(i + 1);
+    const int last = static_cast<int>(group_end.size()) - 1;
+    // The jobs of end times (from, to] end: their GPUs come free on f;
+    // `ready` counts the healthy nodes with the head's GPUs free.
+    auto apply = [&](std::vector<int>& f, int& ready, int from, int to) {
+        for (size_t i = from < 0 ? 0 : group_end[from]; i < group_end[to]; ++i) {
+            const SimJobResult& e = jobs[ending[i].second];
+            for (int n : e.placed) {
+                const bool was = f[n] >= g;
+                f[n] += e.gpus_per_node;
+                ready += node_ok[n] && !was && f[n] >= g;
+            }
+        }
+    };
+    auto places = [&](const std::vector<int>& f, int ready) {
+        if (ready < h.nodes)
+            return false;
+        fut_offer.resize(f.size());
+        for (size_t n = 0; n < f.size(); ++n)
+            fut_offer[n] = node_ok[n] && f[n] >= g;
+        const bool ok = select ? select_nodes(facts_of(head), fut_offer, [&](int n) { return f[n]; },
+                                              SelectMode::WillRun, now)
+                               : placer->place(h.nodes, fut_offer, picked);
+        if (ok)
+            reserved = picked;
+        return ok;
+    };
+    // fut_free: the GPUs free after end time `lo`, where the head does
+    // not fit (-1: now, where it just failed to start).
+    fut_free = node_free;
+    int lo = -1, ready = 0;
+    for (size_t n = 0; n < fut_free.size(); ++n)
+        ready += node_ok[n] && fut_free[n] >= g;
+    while (ready < h.nodes && lo < last) {
+        apply(fut_free, ready, lo, lo + 1);
+        ++lo;
+    }
+    if (ready < h.nodes)
+        return false;
+    int hi = -1;
+    if (lo >= 0 && places(fut_free, ready)) {
+        hi = lo;
+    } else {
+        for (int step = 1; lo < last; step *= 2) {
+            const int to = std::min(last, lo + step);
+            fut_try = fut_free;
+            int u = ready;
+            apply(fut_try, u, lo, to);
+            if (places(fut_try, u)) {
+                hi = to;
+                break;
+            }
+            fut_free.swap(fut_try);
+            ready = u;
+            lo = to;
+        }
+        if (hi < 0)
+            return false;
+        // `reserved` holds the placement at hi (places() sets it only
+        // when it places).
+        while (hi - lo > 1) {
+            const int mid = lo + (hi - lo) / 2;
+            fut_try = fut_free;
+            int u = ready;
+            apply(fut_try, u, lo, mid);
+            if (places(fut_try, u)) {
+                hi = mid;
+            } else {
+                fut_free.swap(fut_try);
+                ready = u;
+                lo = mid;
+            }
+        }
+    }
+    shadow = ending[group_end[hi] - 1].first;
+    return true;
+}
+
+// try_place for a backfill candidate that would still run at the
+// shadow time: on the usable nodes outside the reservation, which a
+// reserved node leaves whole (Slurm's backfill takes the nodes it plans
+// for the head out of such a job's test). The reserved nodes are hidden
+// for the call (out of node_ok and the free counts) and try_place gets
+// a usable[] cache and failure set of their own, so its rules apply
+// unchanged.
+void Simulator::hide_reserved(bool hide)
+{
+    for (int n : reserved) {
+        if (hide) {
+            --free_count[node_free[n]];
+            free_gpus -= node_free[n];
+        } else {
+            ++free_count[node_free[n]];
+            free_gpus += node_free[n];
+        }
+        node_ok[n] = !hide;
+    }
+    std::swap(usable, usable_outside);
+    std::swap(usable_version, usable_outside_version);
+    std::swap(failed, failed_outside);
+}
+
+// The last reservation holds for the same head (m2g: with the same
+// prefer clock) while its nodes will still be free at its shadow time:
+// jobs end when planned, and a backfilled job ends by then or keeps off
+// them, so no earlier end time can place the head and the walk would
+// find the same time (only, perhaps, other nodes). Not with power
+// policy or curtailment, whose answers and end times move.
+bool Simulator::reserved_free_at(int head, double t)
+{
+    const int g = std::max(jobs[head].gpus_per_node, 1);
+    fut_free = node_free;
+    for (const auto& [end, j] : running) {
+        if (end > t)
+            break;
+        for (int n : jobs[j].placed)
+            fut_free[n] += jobs[j].gpus_per_node;
+    }
+    for (int n : reserved)
+        if (!node_ok[n] || fut_free[n] < g)
+            return false;
+    return true;
+}
+
+bool Simulator::try_place_outside(int j, double now)
+{
+    // Too few usable nodes outside the reservation: no need to look.
+    if (reserved_free_version != version) {
+        std::fill(reserved_free.begin(), reserved_free.end(), 0);
+        for (int n : reserved)
+            ++reserved_free[node_free[n]];
+        reserved_free_version = version;
+    }
+    const int g = std::max(jobs[j].gpus_per_node, 1);
+    int outside = usable_nodes(g);
+    for (int k = g; k <= gpn; ++k)
+        outside -= reserved_free[k];
+    if (jobs[j].nodes > outside)
+        return false;
+    hide_reserved(true);
+    const bool ok = try_place(j, now);
+    hide_reserved(false);
+    return ok;
+}
+
+void Simulator::schedule(double now)
+{
+    failed.clear();
+    // FCFS: start the head while it can start.
+    while (!queue.empty() && try_place(queue.front(), now)) {
+        start_job(queue.front(), now);
+        queue.pop_front();
+    }
+    if (queue.empty() || free_gpus == 0)
+        return;
+    // EASY backfill: the head's reservation, on nodes (reserve_head),
+    // else in GPUs; made when a later job first has enough usable
+    // nodes to start (nothing has changed by then).
+    const int head = queue.front();
+    double shadow = now;
+    bool reserved_yet = false, by_nodes = false;
+    int extra = 0;  // by GPUs: those the head will not need at the shadow time
+    auto reserve = [&] {
+        reserved_yet = true;
+        if (opts.reserve_nodes) {
+            int64_t since = 0;  // m2g: the head's prefer clock, and whether its wait is over
+            bool over = false;
+            if (select) {
+                since = select->prefer_since(static_cast<uint32_t>(head));
+                over = since > 0 && epoch(now) - since >= prefer_wait_s;
+            }
+            const Kept k{head, since, over, 0};
+            if (!power_aware && !curtail && kept.same(k) && kept.shadow > now &&
+                reserved_free_at(head, kept.shadow)) {
+                by_nodes = true;
+                shadow = kept.shadow;
+            } else {
+                by_nodes = reserve_head(head, now, shadow);
+                kept = k;
+                kept.shadow = by_nodes ? shadow : -1;
+            }
+        }
+        if (by_nodes) {
+            std::fill(usable_outside_version.begin(), usable_outside_version.end(), 0);
+            failed_outside.clear();
+            reserved_free_version = 0;
+            return;
+        }
+        reserved.clear();
+        const int head_gpus = jobs[head].nodes * jobs[head].gpus_per_node;
+        int avail = free_gpus;
+        shadow = now;
+        for (const auto& [end, j] : running) {
+            if (avail >= head_gpus)
+                break;
+            avail += jobs[j].nodes * jobs[j].gpus_per_node;
+            shadow = end;
+        }
+        extra = avail - head_gpus;
+    };
+    int looked = 0;
+    for (auto it = std::next(queue.begin()); it != queue.end() && free_gpus > 0 && looked < opts.backfill_depth;
+         ++looked) {
+        const int j = *it;
+        if (jobs[j].nodes > usable_nodes(jobs[j].gpus_per_node)) {
+            ++it;  // try_place would say no
+            continue;
+        }
+        if (!reserved_yet)
+            reserve();
+        const int g = jobs[j].nodes * jobs[j].gpus_per_node;
+        const bool ends_before = now + duration[j] <= shadow;
+        const bool ok = ends_before ? try_place(j, now)
+                        : by_nodes  ? try_place_outside(j, now)
+                                    : g <= extra && try_place(j, now);
+        if (ok) {
+            if (!ends_before && !by_nodes)
+                extra -= g;
+            jobs[j].backfilled = true;
+            start_job(j, now);
+            it = queue.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+}  // namespace sim
+}  // namespace m2g

@@ -1,0 +1,252 @@
+// m2g tools: the simulator's run — one object per simulate() call (sim.hpp
+// is the interface; doc/simulator.md what it models). Internal to
+// src/tools/sim/: its parts live in
+//   sim_cluster.cpp  the run's set-up: options, jobs (scale, order, classes,
+//                    power, load), lower bounds, the nodes' free GPUs
+//   sim_queue.cpp    the event loop, the FCFS queue, placement through the
+//                    policy or select/m2g's session, EASY backfill
+//   sim_power.cpp    the feed m2g reads, admission (job_submit/m2g's
+//                    session), curtailment (m2g-curtaild's planner), power
+//                    and budgets measured
+//   sim_results.cpp  the metrics of a finished run, the CurtailMode=off
+//                    comparison, and the output formats
+#pragma once
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <queue>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/job/intent.hpp"
+#include "core/place/baselines.hpp"
+#include "core/place/session.hpp"
+#include "core/power/admission.hpp"
+#include "core/power/admission_session.hpp"
+#include "core/power/curtail.hpp"
+#include "core/power/signals.hpp"
+#include "tools/sim/sim.hpp"
+
+namespace m2g {
+namespace sim {
+
+// "%.6g"; times on the trace clock (10^7 s and more) to the millisecond.
+std::string num(double v);
+std::string num_t(double v);
+
+// At equal times: ends first. kActuate and kTick only with curtailment.
+enum EventKind { kEnd = 0, kSignal = 1, kSubmit = 2, kRelease = 3, kWake = 4, kActuate = 5, kTick = 6 };
+
+struct Event {
+    double t;
+    int kind;
+    int job;
+    bool operator>(const Event& o) const
+    {
+        return t != o.t ? t > o.t : kind != o.kind ? kind > o.kind : job > o.job;
+    }
+};
+
+// A scope with a power budget the run watches: the site, a row (fault
+// domain) or a rack (NVLink domain).
+struct Watched {
+    EventScope scope;
+    int index;
+    std::string name;
+    bool over = false;
+};
+
+class Simulator {
+  public:
+    // Checks the options and sets the run up; throws Error as simulate().
+    Simulator(const Model& m, const Trace& trace, const SimOptions& opts);
+    SimResult run();
+
+  private:
+    // ---- set-up (sim_cluster.cpp) -------------------------------------------
+    void check_options();
+    void choose_policy();
+    void watch_budgets();
+    void build_jobs();
+    void scale_load();
+    void lower_bounds();
+    void node_state();
+    void runtime_state();
+    int64_t epoch(double t) const { return epoch0 + static_cast<int64_t>(std::floor(t - first_submit)); }
+    double sim_time(int64_t e) const { return first_submit + static_cast<double>(e - epoch0); }
+    int usable_nodes(int per_node);
+    const std::vector<uint8_t>& usable_for(int per_node);
+    JobFacts facts_of(int j);
+
+    // ---- queue, placement, backfill (sim_queue.cpp) --------------------------
+    void push_timeline_events();
+    void run_events();
+    bool select_nodes(const JobFacts& f, const std::vector<uint8_t>& offer, const FreeGpus& free_now,
+                      SelectMode mode, double now);
+    bool fits_empty(int index, double now);
+    void adjust_node(int n, int delta_gpus);
+    void start_job(int j, double now);
+    bool try_place(int j, double now);
+    void enqueue(int j);
+    void queue_job(int j, double now);
+    bool reserve_head(int head, double now, double& shadow);
+    void hide_reserved(bool hide);
+    bool reserved_free_at(int head, double t);
+    bool try_place_outside(int j, double now);
+    void schedule(double now);
+
+    // ---- the feed, admission, curtailment, budgets (sim_power.cpp) -----------
+    const Signals& timeline_at(double now);
+    SignalsView view_at(double now);
+    void book_power(const SimJobResult& job, double sign);
+    void book_w(const SimJobResult& job, double dw);
+    void hold(int j, int64_t begin, double now, const std::string& reason);
+    bool submit(int j, double now);
+    ReleaseAction release_rules(int j, double now);
+    void release_held(int j, double now);
+    void release_pass(double now);
+    void advance(int j, double t);
+    void set_end(int j, double end);
+    void set_rate(int j, double t);
+    void drop_live(int j);
+    SignalsView curtail_view(double now);
+    void requeue(int j, double t);
+    void count_action(const CurtailAction& a);
+    void actuate(const CurtailAction& a, double t);
+    bool plan_round(double now);
+    void check_caps(double now);
+    void integrate_events(double from, double to);
+
+    // ---- results (sim_results.cpp) --------------------------------------------
+    void collect_results();
+    void compare_with_baseline();
+
+    // ---- the run ----------------------------------------------------------------
+    const std::chrono::steady_clock::time_point wall0 = std::chrono::steady_clock::now();
+    const Model& m;
+    const Trace& trace;
+    const SimOptions& opts;
+    std::vector<JobIntent> class_intent;  // the classes jobs may carry: [0] the default, then one per share
+    SimResult r;
+    std::vector<SimJobResult>& jobs = r.job_results;
+    int gpn = 0, total_gpus = 0, nnodes = 0;
+    const Signals* tl = nullptr;
+
+    // m2g: select/m2g's PlacementSession; cons_tres's part (and every
+    // baseline) is a Placer.
+    std::unique_ptr<Placer> placer;
+    std::unique_ptr<PlacementSession> select;
+    int64_t prefer_wait_s = 0;
+    double prefer_wait = 0;
+
+    std::vector<uint8_t> node_ok;  // not down or degraded in the timeline's health
+    std::vector<Watched> watched;
+    int64_t epoch0 = 0;
+    bool power_aware = false;
+
+    std::vector<int> cls_of;        // each job's class (index into class_intent)
+    std::vector<double> duration;   // each job's run time
+    double first_submit = 0;
+    size_t w0 = 0;                  // the submission at the 1% point
+
+    std::vector<int> group_sizes, leaf_sizes;  // descending
+    int max_group = 1;
+    std::vector<int> node_leaf;
+
+    // Free GPUs per node; healthy nodes by free GPUs.
+    std::vector<int> node_free;
+    std::vector<int> free_count;  // healthy nodes with exactly k free GPUs
+    int free_gpus = 0;
+    uint64_t version = 1;
+    std::vector<std::vector<uint8_t>> usable;  // usable[g]: healthy nodes with g GPUs free
+    std::vector<uint64_t> usable_version;
+
+    std::vector<std::vector<std::string>> class_env;
+    std::vector<int> picked;
+    std::vector<uint8_t> stock_offer;
+    bool clock_started = false;
+    std::map<std::tuple<int, int, int>, bool> ever_fits;
+    std::vector<uint8_t> scratch;
+
+    // Power of the running jobs, and the feed m2g reads.
+    std::vector<double> node_kw, domain_kw;
+    double site_kw = 0;
+    std::shared_ptr<Signals> snap;
+    std::vector<int> recent;
+    std::vector<double> reported_kw;  // per node
+    std::vector<double> last_start;   // of its current run
+    const Signals no_signals{};
+    Signals shown;
+    std::vector<uint8_t> shown_mask;
+    bool shown_valid = false;
+    SignalsView view;  // valid during one pass when power_aware
+
+    std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
+    std::list<int> queue;                           // eligible waiting jobs, FCFS (job index order)
+    std::multiset<std::pair<double, int>> running;  // (end, job)
+    double power_integral = 0, over_integral = 0;
+    struct Segment {
+        double t0, t1;
+        int busy_gpus, busy_nodes, stranded;
+    };
+    std::vector<Segment> segments;  // the state between two event times
+    int busy_gpus = 0;
+    double nd_rate = 0;  // GPUs x speed of the running non-deferrable jobs: their work per second
+    double window_a = 0, window_b = 0;  // the load window (after --load)
+    double last_t = 0, last_end = 0;
+    int stranded_now = 0, busy_nodes = 0;
+    bool any_over = false;
+    std::set<std::tuple<int, int, int, int>> failed;
+
+    // Curtailment.
+    const AdmissionPolicy& ap;
+    bool curtail = false, enforce = false;
+    size_t nj = 0;
+    std::vector<CurtailJob> cj;
+    std::vector<double> work_left, rate_t, speed, w_now, saved, energy_ws;
+    std::vector<double> attempt_work, attempt_overhead;
+    std::vector<uint8_t> in_running;
+    std::vector<int> live, live_pos;  // jobs holding GPUs (running or suspended)
+    CurtailState cstate;
+    std::deque<std::pair<double, CurtailAction>> pending;  // planned, in effect from .first
+    std::vector<int> requeued;
+    bool tick_pending = false;
+    uint64_t inputs = 1, planned_inputs = 0;
+
+    // Admission.
+    AdmissionSession admission;
+    std::vector<std::string> adm_text;  // each job's AdminComment admission part
+    std::vector<int64_t> adm_begin;     // the begin time m2g holds a job until, 0: not held
+    std::vector<double> feed_kw;        // per node
+
+    // Backfill.
+    std::vector<int> reserved;
+    std::vector<std::pair<double, int>> ending;
+    std::vector<size_t> group_end;
+    std::vector<int> fut_free, fut_try;
+    std::vector<uint8_t> fut_offer;
+    std::vector<std::vector<uint8_t>> usable_outside;
+    std::vector<uint64_t> usable_outside_version;
+    std::set<std::tuple<int, int, int, int>> failed_outside;
+    struct Kept {
+        int head;
+        int64_t since;
+        bool over;
+        double shadow;  // -1: none kept
+        bool same(const Kept& o) const { return head == o.head && since == o.since && over == o.over; }
+    } kept{-1, 0, false, -1};
+    std::vector<int> reserved_free;        // reserved nodes with k GPUs free
+    uint64_t reserved_free_version = 0;    // 0: count them again
+};
+
+}  // namespace sim
+}  // namespace m2g
