@@ -2,12 +2,16 @@
 #include "core/job/bridge.hpp"
 
 #include <json-c/json.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "core/base/error.hpp"
 #include "core/base/json.hpp"
 #include "core/base/keys.hpp"
+#include "core/base/source.hpp"
 #include "core/job/intent.hpp"
 
 namespace m2g {
@@ -111,6 +115,40 @@ BridgeResolution resolve_bridge_intent(const BridgeIntents& doc, const std::vect
     if (agreed)
         r.intent.env = agreed->env;
     return r;
+}
+
+std::shared_ptr<const BridgeIntents> BridgeIntentsFile::get(const std::string& path,
+                                                         const std::function<void(const std::string&)>& log)
+{
+    struct stat st;
+    std::string stamp;
+    const int err = stat(path.c_str(), &st) == 0 ? 0 : errno;
+    if (err == 0)
+        stamp = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+                std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    std::lock_guard<std::mutex> lk(mu_);
+    if (path != path_) {
+        path_ = path;
+        stamp_.clear();
+        doc_.reset();
+    }
+    if (stamp == stamp_)
+        return doc_;
+    stamp_ = stamp;  // log a broken file once per change, not per job
+    if (stamp.empty()) {
+        if (log)
+            log(std::string(kw::kBridgeIntentsFile) + "=" + path + ": cannot read it (" + std::strerror(err) + "); " +
+                (doc_ ? "keeping the last one read" : "slurm-bridge jobs get m2g.conf's defaults"));
+        return doc_;
+    }
+    try {
+        doc_ = std::make_shared<const BridgeIntents>(parse_bridge_intents(read_text_file(path), path));
+    } catch (const std::exception& e) {
+        if (log)
+            log(std::string(e.what()) + "; " +
+                (doc_ ? "keeping the last good one" : "slurm-bridge jobs get m2g.conf's defaults"));
+    }
+    return doc_;
 }
 
 }  // namespace m2g

@@ -9,7 +9,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +35,24 @@ BridgeIntents parse_bridge_intents(const std::string& text, const std::string& w
 // The pods of a slurm-bridge AdminComment ({"pods": ["ns/pod", ...]}), or
 // nothing when `admin_comment` is not one.
 std::vector<std::string> bridge_pods(const std::string& admin_comment);
+
+// bridge-intents.json as job_submit/m2g reads it: the document in force,
+// read again when the file changes (device, inode, size, mtime); a file
+// that cannot be read or parsed keeps the last good document, and says so
+// through `log` once per change of the file, not once per job.
+class BridgeIntentsFile {
+  public:
+    // The document at `path` now (null: none readable yet). `log` gets the
+    // reason a change was refused (may be null).
+    std::shared_ptr<const BridgeIntents> get(const std::string& path,
+                                             const std::function<void(const std::string&)>& log);
+
+  private:
+    std::mutex mu_;
+    std::string path_;
+    std::string stamp_;  // dev:ino:size:mtime of what was last read
+    std::shared_ptr<const BridgeIntents> doc_;
+};
 
 struct BridgeResolution {
     BridgeIntent intent;                // what to apply (env), or why to refuse (error)

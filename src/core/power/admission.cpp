@@ -364,6 +364,7 @@ Decision decide_impl(const Model& m, const SignalsView& v, const AdmissionReques
                             "), see PrivilegedTags= and PrivilegedClasses= in m2g.conf; account " + acct +
                             (r.user.empty() ? "" : " (user " + r.user + ")") +
                             " is not one of them. Submit without it, or ask an administrator.";
+                d.refused_reserved = reserved;
                 return done(Verdict::Reject, 0,
                             "reject: " + join(reserved, ", ") + " reserved, account " + acct + " not privileged");
             }

@@ -113,6 +113,9 @@ struct Decision {
     // account or group, --m2g-defer=no honoured for an exempt one), one line
     // each, for the audit log.
     std::vector<std::string> audit;
+    // Reject for reserved intent: what it used ("tag priority=high"), for
+    // the audit log; empty for every other verdict.
+    std::vector<std::string> refused_reserved;
     // The AdminComment admission part, without the "admit=" that
     // set_annotation() adds: "admit", "defer until=<RFC 3339 UTC>
     // cause=<cause> reason=<reason>", "pace until=... cause=... reason=...",

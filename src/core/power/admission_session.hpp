@@ -49,8 +49,11 @@
 #include <string_view>
 #include <vector>
 
-#include "core/power/admission.hpp"
+#include <optional>
+
 #include "core/base/log.hpp"
+#include "core/job/bridge.hpp"
+#include "core/power/admission.hpp"
 #include "core/model/model.hpp"
 #include "core/power/signals.hpp"
 #include "core/obs/stats.hpp"
@@ -107,6 +110,64 @@ struct ReleaseAction {
     bool waiting() const { return kind == Kind::Defer; }
 };
 
+// One submission as job_submit/m2g sees it (the simulator makes the same).
+// Cheap facts by value; what needs a lookup (the user's name, groups) by a
+// call made only when a rule needs it.
+struct Submission {
+    std::vector<std::string> spank_env;  // "KEY=VALUE": the M2G_* intent spank_m2g encoded
+    std::string admin_comment;           // as submitted (slurm-bridge's {"pods": [...]})
+    bool batch = false;                  // sbatch: a script with an environment of its own
+    int nodes = 1;                       // at least 1
+    int gpus = 0;                        // from the job's TRES (job_gpus); 0: none asked (the intent's)
+    int64_t time_limit_s = 0;            // <= 0: unlimited
+    int64_t begin_time = 0;              // the job's own --begin (epoch s), 0: none
+    int64_t deadline = 0;                // Slurm's --deadline (epoch s), 0: none
+    uint32_t uid = 0;
+    std::string checkpoint_signal;       // the job's --signal as "[B:]N" ("" none)
+    // --account, else the user's default ("" unknown): asked once admission runs.
+    std::function<std::string()> account;
+    // Model nodes of its partition (empty: all), for the model in force.
+    std::function<std::vector<int>(const Model&)> candidate_nodes;
+    std::function<std::string()> user_name;                                // by uid
+    std::function<std::vector<std::string>(const std::string&)> groups;   // of that user
+};
+
+// What to do with it. The adapter applies exactly this to Slurm's job
+// description; it decides nothing itself.
+struct SubmitAnswer {
+    enum class Refusal {
+        None,
+        Invalid,  // the request itself is wrong (an intent m2g cannot read, refused pod annotations)
+        Denied,   // admission rejects it (Admission=enforce)
+    };
+    Refusal refusal = Refusal::None;
+    std::string message;                // to the user: why refused, or --m2g-explain's answer ("" none)
+    std::optional<std::vector<std::string>> spank_env;  // the job's new SPANK environment (nullopt: unchanged)
+    std::vector<std::string> batch_env_add;  // for the batch script's environment (SLURM_SPANK_M2G_*)
+    int64_t begin_time = 0;             // > 0: the job's begin time from now on
+    std::optional<std::string> admin_comment;  // the job's new AdminComment (nullopt: unchanged)
+    std::optional<AdmissionVerdict> counted;   // the submission's counter (nullopt: not decided)
+    Decision decision;                  // what decide() said (Admit when it did not run)
+    bool refused() const { return refusal != Refusal::None; }
+};
+
+// A change of a pending job's begin time (scontrol update StartTime=).
+struct Modification {
+    uint32_t job_id = 0;
+    uint32_t uid = 0;
+    bool operator_ = false;             // Slurm's validate_operator(uid): an operator or admin
+    bool pending = false;
+    std::string admin_comment;
+    int64_t begin_time = 0;             // now (epoch s)
+    int64_t requested_begin = 0;        // asked for; 0: the update does not touch it
+    std::function<std::string()> user_name;
+};
+
+struct ModifyAnswer {
+    bool denied = false;
+    std::string message;  // to the user when denied
+};
+
 // The model and signals in force at one moment.
 struct AdmissionContext {
     std::shared_ptr<const Model> model;  // null: no m2g.conf loaded
@@ -150,6 +211,25 @@ class AdmissionSession {
     // callbacks throw.
     ReleaseAction reevaluate(const PendingJobFacts& job, int64_t now);
 
+    // One submission (job_submit/m2g's job_submit(), and the simulator's):
+    // every admission rule in order — slurm-bridge intents, Admission=off,
+    // the intent read, reserved intent, exemptions, Slurm's --deadline,
+    // decide(), monitor or enforce, conversion to deferrable, the
+    // AdminComment record, --m2g-explain. Logs releases' and refusals'
+    // lines and the audit lines through the session's log. Never throws:
+    // an internal error admits the job unchanged and logs why.
+    SubmitAnswer submit(const Submission& s, int64_t now);
+
+    // A change of a pending job (job_modify): owners may not move a job m2g
+    // holds earlier than m2g's begin time; operators and admins may, and
+    // that is audited.
+    ModifyAnswer modify(const Modification& mod) const;
+
+    // Where overrides m2g grants or refuses go (reserved intent, deferral
+    // exemptions, an operator moving m2g's begin time): one line each, which
+    // the plugin logs with a prefix of its own so that sites can route them.
+    void set_audit_log(std::function<void(const std::string&)> audit) { audit_ = std::move(audit); }
+
     // Stop the signals feed's thread (the model stays).
     void stop();
 
@@ -164,8 +244,14 @@ class AdmissionSession {
 
     void info(const std::string& msg) const;
     void error(const std::string& msg) const;
+    void audit(const std::string& msg) const;
+    // slurm-bridge: the pods' intent added to `env`; false when refused.
+    bool apply_bridge_intent(const AdmissionPolicy& ap, const Submission& s, std::vector<std::string>& env,
+                             SubmitAnswer& a);
+    SubmitAnswer submit_impl(const Submission& s, int64_t now);
 
     SessionLog log_;
+    std::function<void(const std::string&)> audit_;
     Counters* counters_;
     mutable std::mutex mu_;  // model_, feed_, source_, conf_*
     std::shared_ptr<const Model> model_;
@@ -175,6 +261,7 @@ class AdmissionSession {
     int64_t conf_mtime_ns_ = -1;
     bool loaded_once_ = false;
     Pass pass_;  // the release thread's
+    BridgeIntentsFile bridge_;  // BridgeIntentsFile=, read again when it changes
 };
 
 }  // namespace m2g

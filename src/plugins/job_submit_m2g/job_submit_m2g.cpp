@@ -1,26 +1,24 @@
 // job_submit/m2g: power-, thermal-, demand-response- and maintenance-aware
 // admission (see job_submit_m2g(8) and m2g.conf(5)).
 //
-// At submission, every job goes through the core's decide(): admitted,
-// deferred (its begin time moved to when the reason ends, never past the
-// user's --m2g-defer=until deadline), paced (GPU starts spread over
-// intervals during curtailment) or rejected with a message that says what
-// to change. The decision is written into AdminComment ("m2g:[...;
-// admission=...]") and, with --m2g-explain, printed by sbatch/salloc/srun.
+// Every rule lives in the core's AdmissionSession
+// (core/power/admission_session.hpp), which the simulator runs too. This
+// file maps Slurm's job description to the facts it asks for and applies
+// what it answers:
+//   job_submit()  a Submission in, a SubmitAnswer out: refuse with its
+//                 message, or set the begin time, the SPANK environment
+//                 (slurm-bridge intents, NoDeferAction=convert) and the
+//                 AdminComment record ("m2g:[...; admission=...]");
+//   job_modify()  a Modification in: whether an owner may move a begin
+//                 time m2g holds;
+//   the release thread, every ReleaseCheckSec (5 s by default): under
+//                 slurmctld's job write lock, each pending job to
+//                 AdmissionSession::reevaluate(), applying its begin time,
+//                 AdminComment and state reason.
 //
 // Signals come from the SignalsFile feed, which a poll thread of the core's
 // SignalFeed re-reads when it changes; the submission path only reads the
 // published snapshot (no file I/O, no network).
-//
-// Release: a thread in this plugin wakes every ReleaseCheckSec (5 s by
-// default), takes slurmctld's job write lock and hands every pending job to
-// the core's AdmissionSession::reevaluate() (core/power/admission_session.hpp,
-// which holds the release rules): deferred jobs whose reason has ended
-// become eligible at once (and the scheduler is asked to run), jobs whose
-// event was extended move with it, and eligible deferrable jobs are
-// deferred when an event starts. This file maps job_record_t to the facts
-// the core asks for and applies what it answers: only AdminComment, the
-// begin time and the state reason of those jobs are touched.
 #include <grp.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -104,13 +102,6 @@ struct Shared {
     // m2g.conf's model, the signals feed, and the release rules.
     m2g::AdmissionSession session;
 
-    // BridgeIntentsFile= (m2g-slinky's bridge-intents.json), reread when
-    // the file changes; a broken file keeps the last good document.
-    std::mutex bridge_mu;
-    std::string bridge_path;
-    std::string bridge_stamp;  // dev:ino:size:mtime of what was last read
-    std::shared_ptr<const m2g::BridgeIntents> bridge;
-
     std::mutex wake_mu;
     std::condition_variable wake;
     bool stop = false;
@@ -125,19 +116,6 @@ std::vector<std::weak_ptr<Shared>> g_threads;  // every release thread started, 
 // re-deferrals and publishes. Process-wide, so counts survive reconfigure.
 m2g::Counters g_stats(m2g::kw::kPluginAdmission, time(nullptr));
 std::atomic<bool> g_stats_failed{false};  // release thread only: the last write failed (logged once)
-
-// Times one submission and counts its verdict on every way out of
-// job_submit(), exceptions included (those jobs are admitted).
-struct TimedDecision {
-    m2g::AdmissionVerdict verdict = m2g::AdmissionVerdict::Admit;
-    const std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
-    ~TimedDecision()
-    {
-        g_stats.decision(verdict, std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                      std::chrono::steady_clock::now() - t0)
-                                      .count());
-    }
-};
 
 void log_line(m2g::LogLevel level, const std::string& msg)
 {
@@ -158,6 +136,7 @@ Shared::Shared()
     : session(m2g::SessionLog{log_line, nullptr, [](const std::string& msg) { debug("%s%s", kLog, msg.c_str()); }},
               &g_stats)
 {
+    session.set_audit_log([](const std::string& msg) { info("%s%s", kAudit, msg.c_str()); });
 }
 
 std::string conf_path()
@@ -266,27 +245,37 @@ int64_t limit_seconds(uint32_t minutes, part_record_t* part)
     return int64_t(minutes) * 60;
 }
 
-// cap_by_slurm_deadline() and counted_as() are the core's
-// (core/power/admission_session.hpp), shared with the release rules.
-
-// NoDeferAction=convert: the job's own intent says --m2g-defer=ok from now
-// on, so select/m2g and the release thread treat it as deferrable too.
-void convert_to_deferrable(job_desc_msg_t* job_desc)
+// The job's --signal as "[B:]N" ("" none): m2g-curtaild, outside
+// slurmctld, cannot see it and sends it as the checkpoint request before a
+// requeue.
+std::string checkpoint_signal(const job_desc_msg_t* job_desc)
 {
-    const std::string key = std::string(m2g::kw::kEnvDefer) + "=";
-    for (uint32_t i = 0; job_desc->spank_job_env && i < job_desc->spank_job_env_size; ++i) {
-        const char* e = job_desc->spank_job_env[i];
-        if (!e)
-            continue;
-        const std::string entry(e);
-        const auto at = entry.find(key);
-        // M2G_DEFER=..., or with the SPANK_ prefixes decode_intent accepts.
-        if (at == std::string::npos || (at != 0 && entry.compare(0, at, "SPANK_") != 0 &&
-                                         entry.compare(0, at, "SLURM_SPANK_") != 0))
-            continue;
-        xfree(job_desc->spank_job_env[i]);
-        job_desc->spank_job_env[i] = xstrdup((entry.substr(0, at + key.size()) + "ok").c_str());
-    }
+    if (!job_desc->warn_signal || job_desc->warn_signal == NO_VAL16 || job_desc->warn_signal > 64)
+        return "";
+    return std::string((job_desc->warn_flags & KILL_JOB_BATCH) ? "B:" : "") + std::to_string(job_desc->warn_signal);
+}
+
+// char** arrays Slurm keeps (xmalloc'd): replaced whole, or extended.
+void set_env(char*** env, uint32_t* size, const std::vector<std::string>& entries)
+{
+    for (uint32_t i = 0; *env && i < *size; ++i)
+        xfree((*env)[i]);
+    xfree(*env);
+    *env = static_cast<char**>(xcalloc(entries.size() + 1, sizeof(char*)));
+    for (size_t i = 0; i < entries.size(); ++i)
+        (*env)[i] = xstrdup(entries[i].c_str());
+    *size = static_cast<uint32_t>(entries.size());
+}
+
+void add_env(char*** env, uint32_t* size, const std::vector<std::string>& entries)
+{
+    const uint32_t n = *env ? *size : 0;
+    *env = static_cast<char**>(xrealloc(*env, sizeof(char*) * (n + entries.size() + 1)));
+    uint32_t i = n;
+    for (const std::string& e : entries)
+        (*env)[i++] = xstrdup(e.c_str());
+    (*env)[i] = nullptr;
+    *size = i;
 }
 
 // ---- the release thread ----------------------------------------------------------
@@ -517,121 +506,6 @@ extern "C" int fini(void)
     return SLURM_SUCCESS;
 }
 
-// The bridge-intents document in force (null: none readable yet).
-std::shared_ptr<const m2g::BridgeIntents> bridge_intents(Shared& s, const std::string& path)
-{
-    struct stat st;
-    std::string stamp;
-    const int err = stat(path.c_str(), &st) == 0 ? 0 : errno;
-    if (err == 0)
-        stamp = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
-                std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
-    std::lock_guard<std::mutex> lk(s.bridge_mu);
-    if (path != s.bridge_path) {
-        s.bridge_path = path;
-        s.bridge_stamp.clear();
-        s.bridge.reset();
-    }
-    if (stamp == s.bridge_stamp)
-        return s.bridge;
-    s.bridge_stamp = stamp;  // log a broken file once per change, not per job
-    if (stamp.empty()) {
-        error("%s%s=%s: cannot read it (%s); %s", kLog, m2g::kw::kBridgeIntentsFile, path.c_str(), strerror(err),
-              s.bridge ? "keeping the last one read" : "slurm-bridge jobs get m2g.conf's defaults");
-        return s.bridge;
-    }
-    try {
-        s.bridge = std::make_shared<const m2g::BridgeIntents>(
-            m2g::parse_bridge_intents(m2g::read_text_file(path), path));
-        debug("%s%s: %zu slurm-bridge pods", kLog, path.c_str(), s.bridge->pods.size());
-    } catch (const std::exception& e) {
-        error("%s%s; %s", kLog, e.what(),
-              s.bridge ? "keeping the last good one" : "slurm-bridge jobs get m2g.conf's defaults");
-    }
-    return s.bridge;
-}
-
-bool has_m2g_env(const job_desc_msg_t* job_desc)
-{
-    for (uint32_t i = 0; job_desc->spank_job_env && i < job_desc->spank_job_env_size; ++i)
-        if (job_desc->spank_job_env[i] && strncmp(job_desc->spank_job_env[i], "M2G_", 4) == 0)
-            return true;
-    return false;
-}
-
-// A job slurm-bridge submits for Kubernetes pods names them in its
-// AdminComment ({"pods": [...]}; only an administrator can set AdminComment
-// at submit, Slurm checks that before job_submit plugins run). Give it the
-// intent m2g-slinky resolved from the pods' m2g.slurm.net/* annotations,
-// as the M2G_* variables spank_m2g gives an sbatch job, so admission and
-// select/m2g treat both alike. Returns false (and sets *err_msg) when the
-// pods' annotations are refused and `enforce` is set.
-bool apply_bridge_intent(Shared& s, const m2g::AdmissionPolicy& ap, job_desc_msg_t* job_desc, bool enforce,
-                         char** err_msg)
-{
-    if (ap.bridge_intents_file.empty() || !job_desc->admin_comment)
-        return true;
-    const std::vector<std::string> pods = m2g::bridge_pods(job_desc->admin_comment);
-    if (pods.empty())
-        return true;
-    const std::string first = pods.front() + (pods.size() > 1 ? " (+" + std::to_string(pods.size() - 1) + ")" : "");
-    if (has_m2g_env(job_desc)) {
-        info("%sslurm-bridge job for pod %s carries its own M2G_* variables; %s not consulted", kLog, first.c_str(),
-             ap.bridge_intents_file.c_str());
-        return true;
-    }
-    const auto doc = bridge_intents(s, ap.bridge_intents_file);
-    if (!doc) {
-        info("%sslurm-bridge job for pod %s: no readable %s; m2g.conf's defaults apply", kLog, first.c_str(),
-             ap.bridge_intents_file.c_str());
-        return true;
-    }
-    const m2g::BridgeResolution r = m2g::resolve_bridge_intent(*doc, pods);
-    if (!r.intent.error.empty()) {
-        error("%sslurm-bridge job: %s%s", kLog, r.intent.error.c_str(),
-              enforce ? "; refused" : "; Admission=monitor: admitted with m2g.conf's defaults");
-        if (enforce && err_msg && !*err_msg)
-            *err_msg = xstrdup_printf("m2g: %s", r.intent.error.c_str());
-        return !enforce;
-    }
-    if (!r.unknown.empty()) {
-        std::string list;
-        for (const std::string& p : r.unknown)
-            list += (list.empty() ? "" : ", ") + p;
-        info("%sslurm-bridge pod%s %s not in %s (generated at %lld): %s", kLog, r.unknown.size() == 1 ? "" : "s",
-             list.c_str(), ap.bridge_intents_file.c_str(), static_cast<long long>(doc->generated_at),
-             r.intent.env.empty() ? "m2g.conf's defaults apply" : "the other pods' intent applies");
-    }
-    if (r.intent.env.empty())
-        return true;
-    const uint32_t n = job_desc->spank_job_env ? job_desc->spank_job_env_size : 0;
-    job_desc->spank_job_env = static_cast<char**>(
-        xrealloc(job_desc->spank_job_env, sizeof(char*) * (n + r.intent.env.size() + 1)));
-    uint32_t i = n;
-    std::string said;
-    for (const auto& [k, v] : r.intent.env) {
-        job_desc->spank_job_env[i++] = xstrdup((k + "=" + v).c_str());
-        said += (said.empty() ? "" : " ") + k + "=" + v;
-    }
-    job_desc->spank_job_env[i] = nullptr;
-    job_desc->spank_job_env_size = i;
-    // sbatch also hands the SPANK variables to the batch script as
-    // SLURM_SPANK_M2G_* (spank_m2g reads them back on the nodes); do the
-    // same for a batch job that has an environment.
-    if (job_desc->script && job_desc->environment) {
-        const uint32_t m = job_desc->env_size;
-        job_desc->environment = static_cast<char**>(
-            xrealloc(job_desc->environment, sizeof(char*) * (m + r.intent.env.size() + 1)));
-        uint32_t j = m;
-        for (const auto& [k, v] : r.intent.env)
-            job_desc->environment[j++] = xstrdup(("SLURM_SPANK_" + k + "=" + v).c_str());
-        job_desc->environment[j] = nullptr;
-        job_desc->env_size = j;
-    }
-    info("%sslurm-bridge job for pod %s: %s", kLog, first.c_str(), said.c_str());
-    return true;
-}
-
 extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg)
 {
     (void)submit_uid;
@@ -640,89 +514,50 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
     Shared& s = *g_shared;
     try {
         const int64_t now = time(nullptr);
-        const m2g::AdmissionContext c = s.session.current(now);
-        if (!c.model)
-            return SLURM_SUCCESS;
-        // Before Admission=off returns: the intent carries placement too.
-        if (!apply_bridge_intent(s, c.model->admission, job_desc,
-                                 c.model->admission.mode == m2g::AdmissionMode::Enforce, err_msg))
-            return SLURM_ERROR;
-        if (c.model->admission.mode == m2g::AdmissionMode::Off)
-            return SLURM_SUCCESS;
-        TimedDecision timed;
-        const m2g::AdmissionPolicy& ap = c.model->admission;
-
-        m2g::AdmissionRequest r;
-        try {
-            r.intent = m2g::decode_intent(env_vector(job_desc->spank_job_env, job_desc->spank_job_env_size));
-        } catch (const std::exception& e) {
-            // Only a client without spank_m2g (or a forged environment) gets here.
-            timed.verdict = m2g::AdmissionVerdict::Reject;
-            if (err_msg)
-                *err_msg = xstrdup_printf("m2g: %s", e.what());
-            return SLURM_ERROR;
-        }
         part_record_t* part = first_partition(job_desc->partition);
-        r.nodes = job_desc->min_nodes == NO_VAL ? 1 : std::max<int>(1, job_desc->min_nodes);
+        m2g::Submission sub;
+        sub.spank_env = env_vector(job_desc->spank_job_env, job_desc->spank_job_env_size);
+        sub.admin_comment = job_desc->admin_comment ? job_desc->admin_comment : "";
+        sub.batch = job_desc->script && job_desc->environment;
+        sub.nodes = job_desc->min_nodes == NO_VAL ? 1 : std::max<int>(1, job_desc->min_nodes);
         const int64_t tasks = job_desc->num_tasks == NO_VAL ? 0 : job_desc->num_tasks;
-        r.gpus = static_cast<int>(m2g::job_gpus(job_desc->tres_per_job ? job_desc->tres_per_job : "",
-                                                job_desc->tres_per_node ? job_desc->tres_per_node : "",
-                                                job_desc->tres_per_task ? job_desc->tres_per_task : "", r.nodes,
-                                                tasks));
-        if (r.gpus == 0)
-            r.gpus = r.intent.gpus;
-        r.time_limit_s = limit_seconds(job_desc->time_limit, part);
-        r.now = now;
-        r.user_begin = job_desc->begin_time > now ? job_desc->begin_time : 0;
-        r.account = account_of(job_desc->account, job_desc->user_id);
-        const bool reserved = !m2g::reserved_uses(ap, r.intent).empty();
-        if (reserved)
-            r.user = user_name(job_desc->user_id);  // named in a refusal and in the audit line
-        if ((r.intent.defer == m2g::DeferConsent::No && !ap.defer_exempt_groups.empty()) ||
-            (reserved && !ap.privileged_groups.empty())) {
-            r.user = user_name(job_desc->user_id);  // NSS: only when an exemption may hang on it
-            r.groups = group_names(r.user, job_desc->group_id);
-        }
-        r.candidate_nodes = candidate_nodes(*c.model, part);
-        m2g::cap_by_slurm_deadline(r, ap, job_desc->deadline);
+        sub.gpus = static_cast<int>(m2g::job_gpus(job_desc->tres_per_job ? job_desc->tres_per_job : "",
+                                                  job_desc->tres_per_node ? job_desc->tres_per_node : "",
+                                                  job_desc->tres_per_task ? job_desc->tres_per_task : "", sub.nodes,
+                                                  tasks));
+        sub.time_limit_s = limit_seconds(job_desc->time_limit, part);
+        sub.begin_time = job_desc->begin_time;
+        sub.deadline = job_desc->deadline;
+        sub.uid = job_desc->user_id;
+        sub.checkpoint_signal = checkpoint_signal(job_desc);
+        sub.account = [job_desc] { return account_of(job_desc->account, job_desc->user_id); };
+        sub.candidate_nodes = [part](const m2g::Model& m) { return candidate_nodes(m, part); };
+        sub.user_name = [job_desc] { return user_name(job_desc->user_id); };
+        sub.groups = [job_desc](const std::string& user) { return group_names(user, job_desc->group_id); };
 
-        // No pacer here: submissions include --test-only probes and jobs that
-        // later fail validation; select/m2g paces real starts.
-        const m2g::Decision d = m2g::decide(*c.model, c.view, r, nullptr);
-        const bool enforce = ap.mode == m2g::AdmissionMode::Enforce;
-        for (const std::string& a : d.audit)
-            info("%suid %u (%s) account %s: %s%s", kAudit, job_desc->user_id,
-                 (r.user.empty() ? user_name(job_desc->user_id) : r.user).c_str(),
-                 r.account.empty() ? "(default)" : r.account.c_str(), a.c_str(),
-                 enforce ? "" : " [Admission=monitor]");
-        if (d.verdict == m2g::Verdict::Reject && d.reason.find(" reserved, ") != std::string::npos)
-            info("%suid %u (%s) account %s: refused: %s", kAudit, job_desc->user_id, r.user.c_str(),
-                 r.account.empty() ? "(default)" : r.account.c_str(), d.reason.c_str());
-        timed.verdict = m2g::counted_as(d.verdict);  // Admission=monitor: what m2g would do
-        if (enforce && d.converted)
-            convert_to_deferrable(job_desc);
-        if (d.verdict == m2g::Verdict::Reject && enforce) {
-            info("%sjob from uid %u rejected: %s", kLog, job_desc->user_id, d.reason.c_str());
-            if (err_msg)
-                *err_msg = xstrdup(d.message.c_str());
-            return ESLURM_ACCESS_DENIED;
+        const auto t0 = std::chrono::steady_clock::now();
+        const m2g::SubmitAnswer a = s.session.submit(sub, now);
+        if (a.counted)
+            g_stats.decision(*a.counted, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                             std::chrono::steady_clock::now() - t0)
+                                             .count());
+        if (a.spank_env)
+            set_env(&job_desc->spank_job_env, &job_desc->spank_job_env_size, *a.spank_env);
+        if (!a.batch_env_add.empty())
+            add_env(&job_desc->environment, &job_desc->env_size, a.batch_env_add);
+        if (a.refused()) {
+            if (err_msg && !*err_msg && !a.message.empty())
+                *err_msg = xstrdup(a.message.c_str());
+            return a.refusal == m2g::SubmitAnswer::Refusal::Denied ? ESLURM_ACCESS_DENIED : SLURM_ERROR;
         }
-        if (enforce && (d.verdict == m2g::Verdict::Defer || d.verdict == m2g::Verdict::Pace) &&
-            d.begin_time > static_cast<int64_t>(job_desc->begin_time))
-            job_desc->begin_time = d.begin_time;
-        m2g::AdmissionAnnotation note = m2g::admission_annotation(d, r.intent, ap, r.user_begin, !enforce);
-        // The job's --signal: m2g-curtaild, outside slurmctld, cannot see it
-        // and sends it as the checkpoint request before a requeue.
-        if (job_desc->warn_signal && job_desc->warn_signal != NO_VAL16 && job_desc->warn_signal <= 64)
-            note.checkpoint_signal = std::string((job_desc->warn_flags & KILL_JOB_BATCH) ? "B:" : "") +
-                                     std::to_string(job_desc->warn_signal);
-        const std::string updated =
-            m2g::write_annotation(job_desc->admin_comment ? job_desc->admin_comment : "", note);
-        xfree(job_desc->admin_comment);
-        job_desc->admin_comment = xstrdup(updated.c_str());
-        if (r.intent.explain && err_msg && !*err_msg)
-            *err_msg = xstrdup(d.message.c_str());
-        debug("%s%s", kLog, d.reason.c_str());
+        if (a.begin_time > 0)
+            job_desc->begin_time = a.begin_time;
+        if (a.admin_comment) {
+            xfree(job_desc->admin_comment);
+            job_desc->admin_comment = xstrdup(a.admin_comment->c_str());
+        }
+        if (!a.message.empty() && err_msg && !*err_msg)
+            *err_msg = xstrdup(a.message.c_str());
     } catch (const std::exception& e) {
         // Never lose a job to an m2g fault: admit it and say so.
         error("%sjob from uid %u: %s; admitted without m2g policy", kLog, job_desc->user_id, e.what());
@@ -738,37 +573,31 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint3
 extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid)
 #endif
 {
-    // Owners may not pull a job m2g deferred forward with
-    // `scontrol update StartTime=`; operators and admins may, and that is
-    // an override the audit log records.
-    if (!job_desc || !job_ptr || !job_ptr->details || job_desc->begin_time == 0 ||
+    if (!g_shared || !job_desc || !job_ptr || !job_ptr->details || job_desc->begin_time == 0 ||
         job_desc->begin_time == NO_VAL)
         return SLURM_SUCCESS;
     try {
+        m2g::Modification mod;
+        mod.job_id = job_ptr->job_id;
+        mod.uid = submit_uid;
+        mod.pending = IS_JOB_PENDING(job_ptr);
+        mod.admin_comment = job_ptr->admin_comment ? job_ptr->admin_comment : "";
+        mod.begin_time = job_ptr->details->begin_time;
+        mod.requested_begin = job_desc->begin_time;
+        mod.user_name = [submit_uid] { return user_name(submit_uid); };
+        // Asked only when it matters: validate_operator() looks the uid up.
         const std::string part =
-            m2g::get_annotation(job_ptr->admin_comment ? job_ptr->admin_comment : "", m2g::AnnotationPart::Admission);
-        const bool waiting = m2g::parse_admission(part).waits();
-        const bool earlier = waiting && IS_JOB_PENDING(job_ptr) &&
-                             static_cast<time_t>(job_desc->begin_time) < job_ptr->details->begin_time;
-        if (earlier && validate_operator(submit_uid)) {
-            info("%sJobId=%u: operator uid %u (%s) moved its begin time from %ld to %ld, before m2g's (%s)", kAudit,
-                 job_ptr->job_id, submit_uid, user_name(submit_uid).c_str(),
-                 static_cast<long>(job_ptr->details->begin_time), static_cast<long>(job_desc->begin_time),
-                 part.c_str());
+            m2g::get_annotation(mod.admin_comment, m2g::AnnotationPart::Admission);
+        mod.operator_ = !part.empty() && validate_operator(submit_uid);
+        const m2g::ModifyAnswer a = g_shared->session.modify(mod);
+        if (!a.denied)
             return SLURM_SUCCESS;
-        }
-        if (earlier) {
-            info("%sJobId=%u: uid %u may not move its begin time before m2g's (%s)", kLog, job_ptr->job_id,
-                 submit_uid, part.c_str());
 #if M2G_SLURM_NEW_API
-            // 23.11+ hands this message to the user's scontrol.
-            if (err_msg && !*err_msg)
-                *err_msg = xstrdup(("m2g: this job waits for " + part +
-                                    "; only an operator or admin may move its start time earlier")
-                                       .c_str());
+        // 23.11+ hands this message to the user's scontrol.
+        if (err_msg && !*err_msg)
+            *err_msg = xstrdup(a.message.c_str());
 #endif
-            return ESLURM_ACCESS_DENIED;
-        }
+        return ESLURM_ACCESS_DENIED;
     } catch (...) {
     }
     return SLURM_SUCCESS;

@@ -154,6 +154,8 @@ void Simulator::watch_budgets()
     if (tl && !tl->events.empty())
         any_budget = true;
     power_aware = select && (tl || any_budget) && m.admission.mode == AdmissionMode::Enforce;
+    // Admission=monitor decides and records, and changes nothing.
+    admission_on = select && (tl || any_budget) && m.admission.mode != AdmissionMode::Off;
 }
 // Jobs: scale, order, shuffle ties, classes, power per GPU.
 void Simulator::build_jobs()
@@ -331,8 +333,8 @@ void Simulator::runtime_state()
     // release thread's rules (AdmissionSession) for each job m2g holds, at
     // its begin time, and for every pending job where the timeline changes
     // (an event or a maintenance window starts or ends), as its next pass
-    // would. Only with power_aware.
-    if (power_aware)
+    // would. Only with admission_on.
+    if (admission_on)
         admission.adopt(std::shared_ptr<const Model>(&m, [](const Model*) {}), [this](int64_t) { return view; });
     adm_text.resize(jobs.size());
     adm_begin.assign(jobs.size(), 0);

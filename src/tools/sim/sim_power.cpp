@@ -112,25 +112,27 @@ void Simulator::hold(int j, int64_t begin, double now, const std::string& reason
 // At submission: true when the job may queue now.
 bool Simulator::submit(int j, double now)
 {
-    if (!power_aware)
+    if (!admission_on)
         return true;
     SimJobResult& job = jobs[j];
-    AdmissionRequest ar;
-    ar.intent = class_intent[cls_of[j]];
-    ar.gpus = job.gpus;
-    ar.nodes = job.nodes;
-    ar.time_limit_s = static_cast<int64_t>(std::ceil(duration[j]));
-    ar.now = epoch(now);
-    const AdmissionContext c = admission.current(ar.now);
-    const Decision d = decide(*c.model, c.view, ar, nullptr);
-    if (d.verdict == Verdict::Reject) {
-        job.admission = d.reason;
+    // The job as job_submit/m2g sees it: its class's SPANK variables, whole
+    // nodes, its run time as its limit; no --begin, --deadline or account
+    // in a trace.
+    Submission sub;
+    sub.spank_env = class_env[cls_of[j]];
+    sub.nodes = job.nodes;
+    sub.gpus = job.gpus;
+    sub.time_limit_s = static_cast<int64_t>(std::ceil(duration[j]));
+    const int64_t e = epoch(now);
+    const SubmitAnswer a = admission.submit(sub, e);
+    if (a.refused()) {
+        job.admission = a.decision.reason;
         ++r.admission_rejected;
         return false;
     }
-    adm_text[j] = format(admission_annotation(d, class_intent[cls_of[j]], m.admission, 0, false));
-    if ((d.verdict == Verdict::Defer || d.verdict == Verdict::Pace) && d.begin_time > ar.now) {
-        hold(j, d.begin_time, now, d.reason);
+    adm_text[j] = a.admin_comment ? get_annotation(*a.admin_comment, AnnotationPart::Admission) : "";
+    if (a.begin_time > e) {
+        hold(j, a.begin_time, now, a.decision.reason);
         return false;
     }
     return true;

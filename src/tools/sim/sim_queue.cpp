@@ -136,7 +136,7 @@ void Simulator::run_events()
         // pass (the run stays the one CurtailMode=off makes until an
         // action changes something), but a requeue does.
         if (pass || !requeued.empty()) {
-            if (power_aware) {
+            if (admission_on) {
                 view = view_at(now);  // with the ends applied
                 admission.begin_pass(epoch(now));
                 if (edge)
@@ -276,7 +276,7 @@ void Simulator::start_job(int j, double now)
         nd_rate += job.gpus;
     if (select) {
         select->job_started(facts_of(j), job.placed, epoch(now));  // select_p_job_begin
-        if (power_aware)
+        if (admission_on)
             recent.push_back(j);
     }
 }

@@ -151,7 +151,8 @@ class Simulator {
     std::vector<uint8_t> node_ok;  // not down or degraded in the timeline's health
     std::vector<Watched> watched;
     int64_t epoch0 = 0;
-    bool power_aware = false;
+    bool power_aware = false;   // select/m2g's gate reads the simulated feed (Admission=enforce)
+    bool admission_on = false;  // job_submit/m2g decides (Admission=enforce or monitor)
 
     std::vector<int> cls_of;        // each job's class (index into class_intent)
     std::vector<double> duration;   // each job's run time
