@@ -1,0 +1,159 @@
+// m2g CLI: `m2g simulate` — replay a job trace on the model with one
+// placement policy (the simulator is src/tools/sim/, doc/simulator.md).
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "core/base/error.hpp"
+#include "core/base/source.hpp"
+#include "core/model/config.hpp"
+#include "core/power/signals.hpp"
+#include "tools/sim/sim.hpp"
+#include "tools/sim/trace.hpp"
+
+namespace m2g {
+namespace cli {
+namespace {
+
+struct SimulateArgs {
+    std::string topology, trace, policy = "m2g", timeline, power_cdf, power_cluster = "kalos", job_log, cap_speed,
+        power_log, reservation = "nodes";
+    std::vector<std::string> class_shares;  // CLASS=PCT
+    SimOptions opts;
+    bool json = false, no_baseline = false;
+};
+
+void run_simulate(const SimulateArgs& a)
+{
+    std::vector<std::string> warnings;
+    const Model m = load_model(a.topology, &warnings);
+    print_warnings(warnings, a.topology);
+    const Trace t = read_trace(a.trace);
+    if (t.skipped)
+        std::cerr << "m2g: " << a.trace << ": skipped " << plural(t.skipped, "job", "jobs")
+                  << " with unknown run time or no processors\n";
+    SimOptions o = a.opts;
+    o.policy = parse_sim_policy(a.policy);
+    o.reserve_nodes = a.reservation == "nodes";
+    for (const std::string& cs : a.class_shares) {
+        const size_t eq = cs.find('=');
+        char* end = nullptr;
+        const double pct = eq == std::string::npos ? 0 : std::strtod(cs.c_str() + eq + 1, &end);
+        if (eq == std::string::npos || eq == 0 || eq + 1 == cs.size() || *end)
+            throw ParseError("--class-share '" + cs + "': expected CLASS=PERCENT, e.g. inference=20");
+        o.class_shares.emplace_back(cs.substr(0, eq), pct);
+    }
+    if (!a.cap_speed.empty())
+        o.cap_speed = parse_cap_speed(a.cap_speed);
+    o.curtail_baseline = !a.no_baseline;
+    o.record_site_power = !a.power_log.empty();
+    // A timeline may lie anywhere in time: judge "generated in the future"
+    // against a far clock.
+    Signals timeline;
+    if (!a.timeline.empty()) {
+        timeline = parse_signals(read_text_file(a.timeline), a.timeline, m, int64_t(1) << 40);
+        o.timeline = &timeline;
+    }
+    PowerCdf cdf;
+    if (!a.power_cdf.empty()) {
+        cdf = read_power_cdf(a.power_cdf, a.power_cluster);
+        o.power = &cdf;
+    }
+    const SimResult r = simulate(m, t, o);
+    if (!a.job_log.empty()) {
+        std::ofstream f(a.job_log);
+        f << format_sim_jobs(m, r);
+        if (!f.flush())
+            throw Error(a.job_log + ": cannot write the job log");
+    }
+    if (!a.power_log.empty()) {
+        std::ofstream f(a.power_log);
+        f << format_sim_power(r);
+        if (!f.flush())
+            throw Error(a.power_log + ": cannot write the power log");
+    }
+    std::cout << format_sim_result(r, a.json);
+}
+
+// The options of the power and curtailment model (doc/simulator.md).
+void add_power_options(CLI::App* simulate, SimulateArgs& sim)
+{
+    simulate->add_option("--signals-timeline", sim.timeline,
+                         "a signals feed (m2g.signals/v1) whose generated_at is the trace's first submit: budgets, "
+                         "DR events, maintenance and health over the run");
+    simulate->add_option("--power-cdf", sim.power_cdf,
+                         "per-GPU power drawn per job from this CDF (../shared/data/acme2023_power_thermal_cdf.csv)");
+    simulate->add_option("--power-cluster", sim.power_cluster, "the CDF's cluster column to use (kalos or seren)");
+    simulate->add_option("--class", sim.opts.workload_class, "every job's workload class (as --m2g-class)");
+    simulate->add_option("--class-share", sim.class_shares,
+                         "CLASS=PCT: that percent of jobs (chosen by a hash of the job id) gets CLASS instead; "
+                         "repeatable");
+    simulate->add_option("--event-notice", sim.opts.event_notice_s,
+                         "DR events enter m2g's feed this many seconds before they start (default: from the start "
+                         "of the run)")
+        ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
+    simulate->add_option("--actuation-delay", sim.opts.actuation_delay_s,
+                         "curtailment: seconds from a plan to its effect on the jobs (default 3)")
+        ->check(CLI::Range(0.0, 3600.0));
+    simulate->add_option("--cap-speed", sim.cap_speed,
+                         "curtailment: speed of a capped job, RATIO:SPEED points of draw under the cap over uncapped "
+                         "draw (default: the Perseus A100 measurements, doc/simulator.md)");
+    simulate->add_option("--checkpoint-interval", sim.opts.checkpoint_interval_s,
+                         "curtailment: a job checkpoints after every this many seconds of work; a requeue loses the "
+                         "rest (default 1800, 0: never)")
+        ->check(CLI::Range(0.0, 1e9));
+    simulate->add_option("--restart-overhead", sim.opts.restart_overhead_s,
+                         "curtailment: seconds of work a requeued job redoes when it starts again (default 300)")
+        ->check(CLI::Range(0.0, 1e9));
+    simulate->add_flag("--curtail-every-tick", sim.opts.curtail_every_tick,
+                       "curtailment: call the planner at every round, also on inputs unchanged since a plan that "
+                       "found nothing to do (same results, slower: for checking)");
+    simulate->add_flag("--no-baseline", sim.no_baseline,
+                       "curtailment: skip the second run with CurtailMode=off (no loss, slowdown or energy shifted)");
+}
+
+}  // namespace
+
+Command add_simulate(CLI::App& app)
+{
+    auto sim = std::make_shared<SimulateArgs>();
+    auto* simulate = app.add_subcommand(
+        "simulate", "Replay a job trace (Philly CSV or SWF) with FCFS + EASY backfill under a placement policy");
+    simulate->add_option("--topology", sim->topology, "m2g.conf")->required();
+    simulate->add_option("--trace", sim->trace, "Philly CSV (../shared/data) or SWF (*.swf)")->required();
+    simulate->add_option("--policy", sim->policy,
+                         "m2g (the production engine), tree (fabric switches only), tree-nvl (NVLink domains as the "
+                         "lowest switches), block, block-seg (block with --segment) or firstfit")
+        ->check(CLI::IsMember({"m2g", "tree", "tree-nvl", "block", "block-seg", "firstfit"}));
+    simulate->add_option("--backfill-reservation", sim->reservation,
+                         "the queue head's backfill reservation: nodes (where its policy would place it, default) "
+                         "or gpus (a count of GPUs, the classic EASY simplification)")
+        ->check(CLI::IsMember({"nodes", "gpus"}));
+    simulate->add_option("--scale-gpus", sim->opts.scale_gpus, "multiply every job's GPUs by K")
+        ->check(CLI::Range(1, 4096));
+    simulate->add_option("--load", sim->opts.load, "scale arrivals to this offered load (0: as recorded)")
+        ->check(CLI::Range(0.0, 1000.0));
+    simulate->add_option("--seed", sim->opts.seed,
+                         "shuffle jobs submitted in the same second (0: trace order); seeds the power draws");
+    add_power_options(simulate, *sim);
+    simulate->add_option("--job-log", sim->job_log, "write one CSV line per job (start, end, nodes) to this file");
+    simulate->add_option("--power-log", sim->power_log,
+                         "write the site's GPU draw (kW) at every change, as CSV t,site_kw, to this file");
+    simulate->add_flag("--json", sim->json, "one JSON object");
+    return [sim, simulate]() -> std::optional<int> {
+        if (!*simulate)
+            return std::nullopt;
+        run_simulate(*sim);
+        return 0;
+    };
+}
+
+}  // namespace cli
+}  // namespace m2g

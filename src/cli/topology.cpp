@@ -1,0 +1,161 @@
+// m2g CLI: `m2g topology` — validate, show, export, import, import-slurm and
+// locate: the cluster's m2g.conf, and the formats it converts from and to.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "core/base/hostlist.hpp"
+#include "core/base/source.hpp"
+#include "core/model/config.hpp"
+#include "core/model/export.hpp"
+#include "core/model/span.hpp"
+#include "tools/formats/formats.hpp"
+
+namespace m2g {
+namespace cli {
+namespace {
+
+// The options of every subcommand (only one is parsed; FILE, -o and the
+// import options are shared), and which one that is.
+struct Topology {
+    std::string file, output, format = "tree", export_name, import_format, import_topology, hostlist;
+    int gpus_per_node = 0;
+    bool leaf_as_domain = false;
+    CLI::App *validate = nullptr, *show = nullptr, *exp = nullptr, *gimp = nullptr, *imp = nullptr,
+             *locate = nullptr;
+};
+
+void add_export(CLI::App* topo, Topology& t)
+{
+    t.exp = topo->add_subcommand("export", "Write the topology for Slurm, Kueue, KAI, Volcano or node labels");
+    t.exp->add_option("--format", t.format,
+                      "tree: topology/tree topology.conf (22.05+); block: topology/block (23.11+); slurm-yaml: "
+                      "topology.yaml (25.05+); kueue, kai: Topology objects; volcano: HyperNodes; labels: Node labels")
+        ->check(CLI::IsMember({"tree", "block", "slurm-yaml", "kueue", "kai", "volcano", "labels"}));
+    t.exp->add_option("--name", t.export_name,
+                      "Topology object name (kueue, kai) and topology name prefix (slurm-yaml); default: the "
+                      "ClusterName, else m2g");
+    t.exp->add_option("-o,--output", t.output, "write to this file instead of standard output");
+    t.exp->add_option("FILE", t.file, "m2g.conf to export")->required();
+}
+
+void add_imports(CLI::App* topo, Topology& t)
+{
+    t.gimp = topo->add_subcommand("import", "Convert a Slurm topology file or Kubernetes Node labels into m2g.conf");
+    t.gimp->add_option("--format", t.import_format,
+                       "slurm: topology/tree topology.conf; slurm-yaml: topology.yaml; labels: Node objects "
+                       "(kubectl get nodes -o json, or export --format=labels)")
+        ->required()
+        ->check(CLI::IsMember({"slurm", "slurm-yaml", "labels"}));
+    t.gimp->add_option("--topology", t.import_topology,
+                       "slurm-yaml: which topology (default: the cluster_default one, else the first tree or block)");
+    t.gimp->add_option("--gpus-per-node", t.gpus_per_node,
+                       "GPUs to declare on every imported node (labels: when a Node has no nvidia.com/gpu capacity)")
+        ->check(CLI::Range(0, 1024));
+    t.gimp->add_flag("--leaf-as-domain", t.leaf_as_domain,
+                     "slurm, slurm-yaml trees: switches with nodes become NVLink domains (as export writes them)");
+    t.gimp->add_option("-o,--output", t.output, "write to this file instead of standard output");
+    t.gimp->add_option("FILE", t.file, "the file to import")->required();
+
+    t.imp = topo->add_subcommand("import-slurm", "Convert a Slurm topology/tree topology.conf into m2g.conf");
+    t.imp->add_option("--gpus-per-node", t.gpus_per_node, "GPUs to declare on every imported node")
+        ->check(CLI::Range(0, 1024));
+    t.imp->add_flag("--leaf-as-domain", t.leaf_as_domain,
+                    "switches with Nodes= become NVLink domains (as `m2g topology export` writes them)");
+    t.imp->add_option("-o,--output", t.output, "write to this file instead of standard output");
+    t.imp->add_option("FILE", t.file, "topology.conf to import")->required();
+}
+
+// `m2g topology import` of slurm-yaml or labels; --format=slurm is import-slurm's.
+void import_other(const Topology& t, std::vector<std::string>& warnings)
+{
+    const std::string text = read_text_file(t.file);
+    ConfigSpec spec;
+    if (t.import_format == "labels") {
+        LabelImportOptions lo;
+        lo.gpus_per_node = t.gpus_per_node;
+        spec = import_node_labels(text, t.file, lo, &warnings);
+    } else {
+        SlurmYamlImportOptions yo;
+        yo.base.gpus_per_node = t.gpus_per_node;
+        yo.base.leaf_as_domain = t.leaf_as_domain;
+        yo.topology = t.import_topology;
+        spec = import_slurm_yaml(text, t.file, yo);
+    }
+    Model m = build_model(spec, &warnings);
+    print_warnings(warnings, t.file);
+    emit(write_m2g_conf(m), t.output);
+}
+
+void import_slurm(const Topology& t, std::vector<std::string>& warnings)
+{
+    SlurmImportOptions opts;
+    opts.gpus_per_node = t.gpus_per_node;
+    opts.leaf_as_domain = t.leaf_as_domain;
+    ConfigSpec spec = parse_slurm_topology_conf(read_text_file(t.file), t.file, opts);
+    Model m = build_model(spec, &warnings);
+    print_warnings(warnings, t.file);
+    emit(write_m2g_conf(m), t.output);
+}
+
+std::optional<int> run(const Topology& t)
+{
+    std::vector<std::string> warnings;
+    if (*t.gimp && t.import_format != "slurm") {
+        import_other(t, warnings);
+        return 0;
+    }
+    if (*t.imp || *t.gimp) {
+        import_slurm(t, warnings);
+        return 0;
+    }
+    if (!*t.validate && !*t.show && !*t.exp && !*t.locate)
+        return std::nullopt;
+    Model m = load_model(t.file, &warnings);
+    print_warnings(warnings, t.file);
+    if (*t.validate) {
+        std::cout << t.file << ": ok: " << m.nodes.size() << " nodes, " << m.total_gpus() << " GPUs, "
+                  << m.domains.size() << " NVLink domains, " << m.switches.size() << " switches, "
+                  << m.fault_domains.size() << " fault domains\n";
+    } else if (*t.show) {
+        std::cout << render_tree(m);
+    } else if (*t.exp) {
+        ExportOptions eo;
+        eo.name = t.export_name;
+        emit(export_topology(m, parse_export_format(t.format), eo), t.output);
+    } else {
+        const std::vector<std::string> nodes = hostlist_expand(t.hostlist);
+        std::cout << describe(m, span_of(m, nodes), nodes.size()) << "\n";
+    }
+    return 0;
+}
+
+}  // namespace
+
+Command add_topology(CLI::App& app)
+{
+    auto t = std::make_shared<Topology>();
+    auto* topo = app.add_subcommand("topology", "Validate, show, export and import cluster topology (m2g.conf)");
+    topo->require_subcommand(1);
+
+    t->validate = topo->add_subcommand("validate", "Check an m2g.conf; print file:line errors");
+    t->validate->add_option("FILE", t->file, "m2g.conf to check")->required();
+
+    t->show = topo->add_subcommand("show", "Print the topology as a tree with node and GPU counts per level");
+    t->show->add_option("FILE", t->file, "m2g.conf to show")->required();
+
+    add_export(topo, *t);
+    add_imports(topo, *t);
+
+    t->locate = topo->add_subcommand("locate", "Say which NVLink domains and switches a set of nodes uses");
+    t->locate->add_option("FILE", t->file, "m2g.conf")->required();
+    t->locate->add_option("HOSTLIST", t->hostlist, "nodes, as a Slurm hostlist (e.g. a job's NodeList)")->required();
+    return [t] { return run(*t); };
+}
+
+}  // namespace cli
+}  // namespace m2g
