@@ -542,11 +542,15 @@ std::map<std::string, int, std::less<>> index_names(const std::vector<Item>& ite
     return idx;
 }
 
-}  // namespace
-
-Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings)
+void add_warning(std::vector<std::string>* warnings, std::string w)
 {
-    Model m;
+    if (warnings)
+        warnings->push_back(std::move(w));
+}
+
+// The settings of the whole cluster, and each partition's placement policy.
+void copy_settings(Model& m, const ConfigSpec& spec)
+{
     m.cluster_name = spec.cluster_name;
     m.site_power_budget_kw = spec.site_power_budget_kw;
     m.energy_price_per_kwh = spec.energy_price_per_kwh;
@@ -563,12 +567,10 @@ Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings)
             pp.spare_per_domain = p.spare_per_domain;
         m.partition_policy[p.name] = pp;
     }
-    auto warn = [&](std::string w) {
-        if (warnings)
-            warnings->push_back(std::move(w));
-    };
+}
 
-    // Nodes.
+void add_nodes(Model& m, const ConfigSpec& spec)
+{
     std::vector<SourceLoc> node_loc;
     for (const NodeSpec& ns : spec.nodes) {
         for (const std::string& name : ns.names) {
@@ -587,16 +589,20 @@ Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings)
     }
     if (m.nodes.empty())
         throw ValidationError("no nodes declared: add NodeName=<hostlist> lines");
+}
 
-    auto node_ref = [&](const SourceLoc& loc, const std::string& owner, const std::string& name) {
-        int i = m.find_node(name);
-        if (i == kNone)
-            throw ValidationError(loc.str() + ": " + owner + " lists node " + name +
-                                  ", which no NodeName line declares");
-        return i;
-    };
+// The node `owner` (a line at `loc`) lists as `name`.
+int node_ref(const Model& m, const SourceLoc& loc, const std::string& owner, const std::string& name)
+{
+    int i = m.find_node(name);
+    if (i == kNone)
+        throw ValidationError(loc.str() + ": " + owner + " lists node " + name +
+                              ", which no NodeName line declares");
+    return i;
+}
 
-    // NVLink domains.
+void add_domains(Model& m, const ConfigSpec& spec)
+{
     m.domain_index = index_names(spec.domains, kw::kDomainName);
     for (const DomainSpec& ds : spec.domains) {
         const int di = static_cast<int>(m.domains.size());
@@ -606,7 +612,7 @@ Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings)
         d.power_budget_kw = ds.power_budget_kw;
         const std::string owner = std::string(kw::kDomainName) + "=" + ds.name;
         for (const std::string& name : ds.nodes) {
-            int ni = node_ref(ds.loc, owner, name);
+            int ni = node_ref(m, ds.loc, owner, name);
             Node& n = m.nodes[ni];
             if (n.domain == di)
                 throw ValidationError(ds.loc.str() + ": " + owner + " lists node " + name + " twice");
@@ -625,8 +631,63 @@ Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings)
                                   "; raise Size or move nodes to another domain");
         m.domains.push_back(std::move(d));
     }
+}
 
-    // Switches: names, children, parents.
+// What SwitchName= line `si` holds: switches (their parent), domains and
+// nodes (their leaf).
+void attach_to_switch(Model& m, const ConfigSpec& spec, size_t si)
+{
+    const SwitchSpec& ss = spec.switches[si];
+    Switch& s = m.switches[si];
+    s.name = ss.name;
+    s.link_gbps = ss.link_gbps;
+    const std::string owner = std::string(kw::kSwitchName) + "=" + ss.name;
+    for (const std::string& c : ss.switches) {
+        int ci = m.find_switch(c);
+        if (ci == kNone)
+            throw ValidationError(ss.loc.str() + ": " + owner + " lists switch " + c +
+                                  ", which no SwitchName line defines");
+        if (ci == static_cast<int>(si))
+            throw ValidationError(ss.loc.str() + ": " + owner + " lists itself as a child");
+        Switch& child = m.switches[ci];
+        if (child.parent != kNone)
+            throw ValidationError(ss.loc.str() + ": switch " + c + " is a child of " + owner + " and of SwitchName=" +
+                                  m.switches[child.parent].name + " (" + spec.switches[child.parent].loc.str() +
+                                  "); the fabric must be a tree");
+        child.parent = static_cast<int>(si);
+        s.switches.push_back(ci);
+    }
+    for (const std::string& c : ss.domains) {
+        int ci = m.find_domain(c);
+        if (ci == kNone)
+            throw ValidationError(ss.loc.str() + ": " + owner + " lists domain " + c +
+                                  ", which no DomainName line defines");
+        Domain& d = m.domains[ci];
+        if (d.parent != kNone)
+            throw ValidationError(ss.loc.str() + ": domain " + c + " is attached to " + owner +
+                                  " and to SwitchName=" + m.switches[d.parent].name + " (" +
+                                  spec.switches[d.parent].loc.str() + "); a domain has one leaf switch");
+        d.parent = static_cast<int>(si);
+        s.domains.push_back(ci);
+    }
+    for (const std::string& c : ss.nodes) {
+        int ni = node_ref(m, ss.loc, owner, c);
+        Node& n = m.nodes[ni];
+        if (n.domain != kNone)
+            throw ValidationError(ss.loc.str() + ": node " + c + " is in DomainName=" + m.domains[n.domain].name +
+                                  "; attach the domain with Domains=, not its nodes with Nodes=");
+        if (n.leaf != kNone)
+            throw ValidationError(ss.loc.str() + ": node " + c + " is attached to " + owner +
+                                  " and to SwitchName=" + m.switches[n.leaf].name + " (" +
+                                  spec.switches[n.leaf].loc.str() + "); a node has one leaf switch");
+        n.leaf = static_cast<int>(si);
+        s.nodes.push_back(ni);
+    }
+}
+
+// Switches: names, children, parents.
+void add_switches(Model& m, const ConfigSpec& spec)
+{
     m.switch_index = index_names(spec.switches, kw::kSwitchName);
     for (const SwitchSpec& ss : spec.switches) {
         int di = m.find_domain(ss.name);
@@ -636,56 +697,13 @@ Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings)
                                   "); Slurm's topology needs one namespace for both");
     }
     m.switches.resize(spec.switches.size());
-    for (size_t si = 0; si < spec.switches.size(); ++si) {
-        const SwitchSpec& ss = spec.switches[si];
-        Switch& s = m.switches[si];
-        s.name = ss.name;
-        s.link_gbps = ss.link_gbps;
-        const std::string owner = std::string(kw::kSwitchName) + "=" + ss.name;
-        for (const std::string& c : ss.switches) {
-            int ci = m.find_switch(c);
-            if (ci == kNone)
-                throw ValidationError(ss.loc.str() + ": " + owner + " lists switch " + c +
-                                      ", which no SwitchName line defines");
-            if (ci == static_cast<int>(si))
-                throw ValidationError(ss.loc.str() + ": " + owner + " lists itself as a child");
-            Switch& child = m.switches[ci];
-            if (child.parent != kNone)
-                throw ValidationError(ss.loc.str() + ": switch " + c + " is a child of " + owner + " and of SwitchName=" +
-                                      m.switches[child.parent].name + " (" + spec.switches[child.parent].loc.str() +
-                                      "); the fabric must be a tree");
-            child.parent = static_cast<int>(si);
-            s.switches.push_back(ci);
-        }
-        for (const std::string& c : ss.domains) {
-            int ci = m.find_domain(c);
-            if (ci == kNone)
-                throw ValidationError(ss.loc.str() + ": " + owner + " lists domain " + c +
-                                      ", which no DomainName line defines");
-            Domain& d = m.domains[ci];
-            if (d.parent != kNone)
-                throw ValidationError(ss.loc.str() + ": domain " + c + " is attached to " + owner +
-                                      " and to SwitchName=" + m.switches[d.parent].name + " (" +
-                                      spec.switches[d.parent].loc.str() + "); a domain has one leaf switch");
-            d.parent = static_cast<int>(si);
-            s.domains.push_back(ci);
-        }
-        for (const std::string& c : ss.nodes) {
-            int ni = node_ref(ss.loc, owner, c);
-            Node& n = m.nodes[ni];
-            if (n.domain != kNone)
-                throw ValidationError(ss.loc.str() + ": node " + c + " is in DomainName=" + m.domains[n.domain].name +
-                                      "; attach the domain with Domains=, not its nodes with Nodes=");
-            if (n.leaf != kNone)
-                throw ValidationError(ss.loc.str() + ": node " + c + " is attached to " + owner +
-                                      " and to SwitchName=" + m.switches[n.leaf].name + " (" +
-                                      spec.switches[n.leaf].loc.str() + "); a node has one leaf switch");
-            n.leaf = static_cast<int>(si);
-            s.nodes.push_back(ni);
-        }
-    }
+    for (size_t si = 0; si < spec.switches.size(); ++si)
+        attach_to_switch(m, spec, si);
+}
 
-    // Cycles: every switch must reach a root by following parents.
+// Cycles: every switch must reach a root by following parents.
+void reject_cycles(const Model& m, const ConfigSpec& spec)
+{
     for (size_t si = 0; si < m.switches.size(); ++si) {
         std::vector<int> path{static_cast<int>(si)};
         std::set<int> seen{static_cast<int>(si)};
@@ -702,9 +720,12 @@ Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings)
             }
         }
     }
+}
 
-    // Heights and levels, bottom up (memoised recursion, depth bounded by
-    // the switch count since cycles are excluded).
+// Heights and levels, bottom up (memoised recursion, depth bounded by
+// the switch count since cycles are excluded).
+void set_levels(Model& m, const ConfigSpec& spec)
+{
     std::vector<int> height(m.switches.size(), -1);
     std::function<int(int)> h = [&](int si) {
         if (height[si] >= 0)
@@ -734,9 +755,13 @@ Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings)
         else
             s.level = s.height == 0 ? SwitchLevel::Leaf : s.height == 1 ? SwitchLevel::Spine : SwitchLevel::Core;
     }
+}
 
-    // Ranks: depth-first from the roots in declaration order, then
-    // domains no switch holds, then nodes nothing holds.
+// Ranks: depth-first from the roots in declaration order, then
+// domains no switch holds, then nodes nothing holds. Returns how many
+// nodes the switches reach.
+int rank_nodes(Model& m)
+{
     int rank = 0;
     std::vector<bool> ranked(m.nodes.size(), false);
     auto rank_node = [&](int ni) {
@@ -765,23 +790,33 @@ Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings)
         rank_domain(d);
     for (size_t ni = 0; ni < m.nodes.size(); ++ni)
         rank_node(static_cast<int>(ni));
+    return unreached_by_switch;
+}
+
+// Nodes no switch reaches, and roots jobs cannot span.
+void warn_of_gaps(const Model& m, int unreached_by_switch, std::vector<std::string>* warnings)
+{
     int unreached = static_cast<int>(m.nodes.size()) - unreached_by_switch;
     if (!m.switches.empty() && unreached > 0) {
         std::vector<std::string> names;
         for (const Node& n : m.nodes)
             if (n.rank >= unreached_by_switch)
                 names.push_back(n.name);
-        warn(std::to_string(unreached) + " node(s) are not reached by any switch: " + hostlist_compress(names));
+        add_warning(warnings, std::to_string(unreached) + " node(s) are not reached by any switch: " +
+                                  hostlist_compress(names));
     }
     if (m.roots().size() > 1) {
         std::vector<std::string> names;
         for (int r : m.roots())
             names.push_back(m.switches[r].name);
-        warn("the fabric has " + std::to_string(names.size()) + " roots (" + hostlist_compress(names) +
-             "); jobs cannot span them");
+        add_warning(warnings, "the fabric has " + std::to_string(names.size()) + " roots (" +
+                                  hostlist_compress(names) + "); jobs cannot span them");
     }
+}
 
-    // Per-switch node lists and GPU counts, in rank order.
+// Per-switch node lists and GPU counts, in rank order.
+void collect_switch_nodes(Model& m)
+{
     std::function<void(int)> collect = [&](int si) {
         Switch& s = m.switches[si];
         if (!s.all_nodes.empty() || (s.switches.empty() && s.domains.empty() && s.nodes.empty()))
@@ -800,8 +835,10 @@ Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings)
     };
     for (size_t si = 0; si < m.switches.size(); ++si)
         collect(static_cast<int>(si));
+}
 
-    // Fault domains.
+void add_fault_domains(Model& m, const ConfigSpec& spec)
+{
     index_names(spec.fault_domains, kw::kFaultDomain);
     for (const FaultDomainSpec& fs : spec.fault_domains) {
         FaultDomain f;
@@ -818,7 +855,7 @@ Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings)
             members.insert(m.domains[di].nodes.begin(), m.domains[di].nodes.end());
         }
         for (const std::string& n : fs.nodes)
-            members.insert(node_ref(fs.loc, owner, n));
+            members.insert(node_ref(m, fs.loc, owner, n));
         const int fi = static_cast<int>(m.fault_domains.size());
         for (int ni : members) {
             f.nodes.push_back(ni);
@@ -826,6 +863,22 @@ Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings)
         }
         m.fault_domains.push_back(std::move(f));
     }
+}
+
+}  // namespace
+
+Model build_model(const ConfigSpec& spec, std::vector<std::string>* warnings)
+{
+    Model m;
+    copy_settings(m, spec);
+    add_nodes(m, spec);
+    add_domains(m, spec);
+    add_switches(m, spec);
+    reject_cycles(m, spec);
+    set_levels(m, spec);
+    warn_of_gaps(m, rank_nodes(m), warnings);
+    collect_switch_nodes(m);
+    add_fault_domains(m, spec);
     return m;
 }
 

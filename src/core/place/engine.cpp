@@ -179,26 +179,12 @@ void Engine::fill_group(int g, int units, Placement& out)
     out.leftover += free_[g] - before;
 }
 
-Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>& usable, const ClusterState& state)
+// One pass over the nodes: usable healthy nodes per group, and each
+// group's units. Returns what was avoided, for the reason.
+std::string Engine::count_units(const PlacementRequest& req)
 {
-    Placement out;
-    usable_ = &usable;
-    state_ = &state;
-    unit_ = req.segment > 0 ? req.segment : 1;
-    if (req.nodes <= 0) {
-        out.wait = WaitCause::Other;
-        out.reason = "the job asks for no nodes";
-        return out;
-    }
-    if (req.segment > 0 && req.nodes % req.segment != 0) {
-        out.wait = WaitCause::Other;
-        out.reason = std::to_string(req.nodes) + " nodes are not a whole number of segments of " +
-                     std::to_string(req.segment) + "; ask for a multiple of --m2g-segment";
-        return out;
-    }
-    const int need = req.nodes / unit_;
-
-    // One pass over the nodes: usable healthy nodes per group.
+    const std::vector<uint8_t>& usable = *usable_;
+    const ClusterState& state = *state_;
     std::fill(free_.begin(), free_.end(), 0);
     int degraded = 0;
     for (size_t n = 0; n < usable.size() && n < node_group_.size(); ++n) {
@@ -226,8 +212,12 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
     }
     if (degraded)
         avoided += (avoided.empty() ? "" : ", ") + std::to_string(degraded) + " degraded node" + (degraded > 1 ? "s" : "");
+    return avoided;
+}
 
-    // Switch capacities, bottom up.
+// Switch capacities, bottom up.
+void Engine::sum_switch_units()
+{
     for (const auto& level : by_height_)
         for (int s : level) {
             int sum = 0;
@@ -235,12 +225,12 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
                 sum += capacity(c);
             sw_units_[s] = sum;
         }
+}
 
-    // The container: one group if one fits (best fit), else the switch
-    // whose subtree holds the job in the fewest groups, then at the lowest
-    // level, then with the least capacity left over, then the widest uplink.
-    // Equal fits go to the cooler rack (ClusterState::domain_heat), then
-    // to the first in rank order.
+// The group that holds `need` units best (best fit), -1 none.
+int Engine::best_fit_group(int need) const
+{
+    const ClusterState& state = *state_;
     int best_group = -1;
     for (size_t g = 0; g < groups_.size(); ++g) {
         if (units_[g] < need)
@@ -255,59 +245,47 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
         if (h < hb || (h == hb && groups_[g].rank < groups_[best_group].rank))
             best_group = static_cast<int>(g);
     }
+    return best_group;
+}
+
+// The switch whose subtree holds `need` units best, -1 none.
+int Engine::best_fit_switch(int need)
+{
+    const ClusterState& state = *state_;
     int best_switch = -1, best_groups = 0;
     double best_heat = 0;
-    if (best_group < 0) {
-        for (const auto& level : by_height_)
-            for (int s : level) {
-                if (sw_units_[s] < need)
-                    continue;
-                select_groups(s, need, picks_);
-                const int used = static_cast<int>(picks_.size());
-                double heat = 0;  // of the racks this switch would use
-                for (const auto& pick : picks_)
-                    heat += heat_of(state, groups_[pick.first].domain);
-                const Switch& a = m_.switches[s];
-                bool better = best_switch < 0 || used < best_groups;
-                if (!better && used == best_groups) {
-                    const Switch& b = m_.switches[best_switch];
-                    better = a.height < b.height ||
-                             (a.height == b.height &&
-                              (sw_units_[s] < sw_units_[best_switch] ||
-                               (sw_units_[s] == sw_units_[best_switch] &&
-                                (a.link_gbps > b.link_gbps || (a.link_gbps == b.link_gbps && heat < best_heat)))));
-                }
-                if (better) {
-                    best_switch = s;
-                    best_groups = used;
-                    best_heat = heat;
-                }
+    for (const auto& level : by_height_)
+        for (int s : level) {
+            if (sw_units_[s] < need)
+                continue;
+            select_groups(s, need, picks_);
+            const int used = static_cast<int>(picks_.size());
+            double heat = 0;  // of the racks this switch would use
+            for (const auto& pick : picks_)
+                heat += heat_of(state, groups_[pick.first].domain);
+            const Switch& a = m_.switches[s];
+            bool better = best_switch < 0 || used < best_groups;
+            if (!better && used == best_groups) {
+                const Switch& b = m_.switches[best_switch];
+                better = a.height < b.height ||
+                         (a.height == b.height &&
+                          (sw_units_[s] < sw_units_[best_switch] ||
+                           (sw_units_[s] == sw_units_[best_switch] &&
+                            (a.link_gbps > b.link_gbps || (a.link_gbps == b.link_gbps && heat < best_heat)))));
             }
-    }
+            if (better) {
+                best_switch = s;
+                best_groups = used;
+                best_heat = heat;
+            }
+        }
+    return best_switch;
+}
 
-    out.domain_lower_bound = lower_bound(req.nodes, req.segment);
-    // The best a single group offers now, for the waiting reason.
-    int most = -1;
-    for (size_t g = 0; g < groups_.size(); ++g)
-        if (most < 0 || units_[g] > units_[most])
-            most = static_cast<int>(g);
-
-    if (best_group < 0 && best_switch < 0) {
-        int total = 0;
-        for (int u : units_)
-            total += u;
-        std::ostringstream r;
-        r << "waiting for " << req.nodes << " free healthy nodes" << (req.segment ? " in whole segments" : "")
-          << " under one switch (usable now: " << total * unit_;
-        if (!avoided.empty())
-            r << "; avoided: " << avoided;
-        r << ")";
-        out.reason = r.str();
-        out.wait = WaitCause::Nodes;
-        out.need = req.nodes;
-        return out;
-    }
-
+// The nodes of the chosen container, in rank order, and the groups and
+// leaves they use.
+void Engine::take(int best_group, int best_switch, int need, Placement& out)
+{
     if (best_group >= 0) {
         fill_group(best_group, need, out);
     } else {
@@ -324,47 +302,34 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
         if (leaf != kNone && std::find(out.leaves.begin(), out.leaves.end(), leaf) == out.leaves.end())
             out.leaves.push_back(leaf);
     }
-    out.top_switch = best_switch;
+}
 
-    // Does it meet the intent?
-    const int top_height = best_switch < 0 ? -1 : m_.switches[best_switch].height;
-    switch (req.level) {
-    case LocalityLevel::NVLink:
-        out.meets_intent = out.domains_used <= out.domain_lower_bound;
-        break;
-    case LocalityLevel::Leaf:
-        out.meets_intent = top_height <= 0;
-        break;
-    case LocalityLevel::Spine:
-        out.meets_intent = top_height <= 1;
-        break;
-    }
-    out.score = 1000.0 * std::max(0, out.domains_used - out.domain_lower_bound) +
-                100.0 * std::max<int>(0, static_cast<int>(out.leaves.size()) - 1) + out.leftover;
-
+// Why a placement that does not meet a strict intent waits; `most`: the
+// group with the most units now (-1 none).
+std::string Engine::wait_reason(const PlacementRequest& req, const Placement& out, int most,
+                                const std::string& avoided) const
+{
     std::ostringstream r;
-    const bool must = req.locality == Locality::Strict || (req.locality == Locality::Prefer && !req.fallback);
-    if (!out.meets_intent && must) {
-        out.ok = false;
-        out.wait = req.level == LocalityLevel::NVLink ? WaitCause::NvlinkDomain : WaitCause::Switch;
-        out.need = req.nodes;
-        if (req.level == LocalityLevel::NVLink && out.domain_lower_bound == 1) {
-            r << "waiting for an NVLink domain with " << req.nodes << " free healthy nodes (best now: "
-              << (most >= 0 ? group_name(most) + " with " + std::to_string(units_[most] * unit_) : "none") << ")";
-        } else if (req.level == LocalityLevel::NVLink) {
-            r << "waiting for " << out.domain_lower_bound << " NVLink domains with " << req.nodes
-              << " free healthy nodes (best now: " << out.domains_used << " domains)";
-        } else {
-            r << "waiting for a " << to_string(req.level) << " switch with " << req.nodes
-              << " free healthy nodes (best now: " << out.leaves.size() << " leaf switches)";
-        }
-        if (!avoided.empty())
-            r << "; avoided: " << avoided;
-        out.reason = r.str();
-        out.nodes.clear();
-        return out;
+    if (req.level == LocalityLevel::NVLink && out.domain_lower_bound == 1) {
+        r << "waiting for an NVLink domain with " << req.nodes << " free healthy nodes (best now: "
+          << (most >= 0 ? group_name(most) + " with " + std::to_string(units_[most] * unit_) : "none") << ")";
+    } else if (req.level == LocalityLevel::NVLink) {
+        r << "waiting for " << out.domain_lower_bound << " NVLink domains with " << req.nodes
+          << " free healthy nodes (best now: " << out.domains_used << " domains)";
+    } else {
+        r << "waiting for a " << to_string(req.level) << " switch with " << req.nodes
+          << " free healthy nodes (best now: " << out.leaves.size() << " leaf switches)";
     }
-    out.ok = true;
+    if (!avoided.empty())
+        r << "; avoided: " << avoided;
+    return r.str();
+}
+
+// What a placement took, and how it stands to the intent.
+std::string Engine::placed_reason(const PlacementRequest& req, const Placement& out, const std::string& avoided) const
+{
+    const int best_switch = out.top_switch;
+    std::ostringstream r;
     const int outside = static_cast<int>(std::count_if(out.domains.begin(), out.domains.end(), [](int d) { return d < 0; }));
     if (outside == out.domains_used && out.domains_used > 1) {
         r << req.nodes << " nodes outside NVLink domains, under "
@@ -391,7 +356,90 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
           << (req.locality == Locality::Prefer ? " (prefer wait over)" : "");
     if (!avoided.empty())
         r << "; avoided: " << avoided;
-    out.reason = r.str();
+    return r.str();
+}
+
+Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>& usable, const ClusterState& state)
+{
+    Placement out;
+    usable_ = &usable;
+    state_ = &state;
+    unit_ = req.segment > 0 ? req.segment : 1;
+    if (req.nodes <= 0) {
+        out.wait = WaitCause::Other;
+        out.reason = "the job asks for no nodes";
+        return out;
+    }
+    if (req.segment > 0 && req.nodes % req.segment != 0) {
+        out.wait = WaitCause::Other;
+        out.reason = std::to_string(req.nodes) + " nodes are not a whole number of segments of " +
+                     std::to_string(req.segment) + "; ask for a multiple of --m2g-segment";
+        return out;
+    }
+    const int need = req.nodes / unit_;
+    const std::string avoided = count_units(req);
+    sum_switch_units();
+
+    // The container: one group if one fits (best fit), else the switch
+    // whose subtree holds the job in the fewest groups, then at the lowest
+    // level, then with the least capacity left over, then the widest uplink.
+    // Equal fits go to the cooler rack (ClusterState::domain_heat), then
+    // to the first in rank order.
+    const int group = best_fit_group(need);
+    const int sw = group < 0 ? best_fit_switch(need) : -1;
+
+    out.domain_lower_bound = lower_bound(req.nodes, req.segment);
+    // The best a single group offers now, for the waiting reason.
+    int most = -1;
+    for (size_t g = 0; g < groups_.size(); ++g)
+        if (most < 0 || units_[g] > units_[most])
+            most = static_cast<int>(g);
+
+    if (group < 0 && sw < 0) {
+        int total = 0;
+        for (int u : units_)
+            total += u;
+        std::ostringstream r;
+        r << "waiting for " << req.nodes << " free healthy nodes" << (req.segment ? " in whole segments" : "")
+          << " under one switch (usable now: " << total * unit_;
+        if (!avoided.empty())
+            r << "; avoided: " << avoided;
+        r << ")";
+        out.reason = r.str();
+        out.wait = WaitCause::Nodes;
+        out.need = req.nodes;
+        return out;
+    }
+    take(group, sw, need, out);
+    out.top_switch = sw;
+
+    // Does it meet the intent?
+    const int top_height = sw < 0 ? -1 : m_.switches[sw].height;
+    switch (req.level) {
+    case LocalityLevel::NVLink:
+        out.meets_intent = out.domains_used <= out.domain_lower_bound;
+        break;
+    case LocalityLevel::Leaf:
+        out.meets_intent = top_height <= 0;
+        break;
+    case LocalityLevel::Spine:
+        out.meets_intent = top_height <= 1;
+        break;
+    }
+    out.score = 1000.0 * std::max(0, out.domains_used - out.domain_lower_bound) +
+                100.0 * std::max<int>(0, static_cast<int>(out.leaves.size()) - 1) + out.leftover;
+
+    const bool must = req.locality == Locality::Strict || (req.locality == Locality::Prefer && !req.fallback);
+    if (!out.meets_intent && must) {
+        out.ok = false;
+        out.wait = req.level == LocalityLevel::NVLink ? WaitCause::NvlinkDomain : WaitCause::Switch;
+        out.need = req.nodes;
+        out.reason = wait_reason(req, out, most, avoided);
+        out.nodes.clear();
+        return out;
+    }
+    out.ok = true;
+    out.reason = placed_reason(req, out, avoided);
     return out;
 }
 

@@ -90,6 +90,15 @@ class Engine {
     void fill_group(int g, int units, Placement& out);
     std::string group_name(int g) const;
     int lower_bound(int nodes, int segment) const;
+    // place()'s steps.
+    std::string count_units(const PlacementRequest& req);
+    void sum_switch_units();
+    int best_fit_group(int need) const;
+    int best_fit_switch(int need);
+    void take(int best_group, int best_switch, int need, Placement& out);
+    std::string wait_reason(const PlacementRequest& req, const Placement& out, int most,
+                            const std::string& avoided) const;
+    std::string placed_reason(const PlacementRequest& req, const Placement& out, const std::string& avoided) const;
 
     const Model& m_;
     std::vector<Group> groups_;

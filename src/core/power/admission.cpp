@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <optional>
 
 namespace m2g {
 
@@ -320,261 +321,342 @@ std::string window_ids(const std::vector<const MaintenanceWindow*>& ws)
     return join(ids, ",");
 }
 
-Decision decide_impl(const Model& m, const SignalsView& v, const AdmissionRequest& r, Pacer* pacer)
+// "a,b", or "none" for an empty list.
+std::string names_or_none(const std::vector<std::string>& names)
 {
-    const AdmissionPolicy& p = m.admission;
-    Decision d;
-    d.deferrable = is_deferrable(p, r.intent);
-    const double watts = power_w_per_gpu(p, r.intent);
-    d.power_kw = std::max(0, r.gpus) * watts / 1000.0;
+    return names.empty() ? std::string("none") : join(names, ",");
+}
 
+std::string account_of(const AdmissionRequest& r)
+{
+    return r.account.empty() ? "(default)" : r.account;
+}
+
+// One admission decision: the request, the decision so far, and what its
+// steps share.
+class Decider {
+  public:
+    Decider(const Model& m, const SignalsView& v, const AdmissionRequest& r, Pacer* pacer)
+        : m_(m), v_(v), r_(r), pacer_(pacer), p_(m.admission)
+    {
+        d_.deferrable = is_deferrable(p_, r.intent);
+        watts_ = power_w_per_gpu(p_, r.intent);
+        d_.power_kw = std::max(0, r.gpus) * watts_ / 1000.0;
+        t0_ = std::max(r.now, r.user_begin);
+    }
+
+    Decision decide()
+    {
+        if (p_.mode == AdmissionMode::Off)
+            return done(Verdict::Admit, 0, "admission off");
+
+        // 0. Reserved intent: only privileged accounts and groups.
+        if (std::optional<Decision> out = reserved_intent())
+            return *out;
+
+        s_ = v_.snap.get();
+        deadline_ = r_.intent.defer == DeferConsent::Until ? r_.intent.defer_until : 0;
+        deadline_reached_ = deadline_ > 0 && deadline_ <= t0_;
+        tail_ = "class=" + class_name(r_.intent.workload_class) + " consent=" + consent_name(r_.intent) + ", " +
+                kw1(d_.power_kw) + " kW";
+
+        // 1. Maintenance, for every job.
+        if (std::optional<Decision> out = maintenance())
+            return *out;
+        // 2. Fail-safe hold: the feed is stale or missing and SignalsFailSafe=defer.
+        if (std::optional<Decision> out = failsafe_hold())
+            return *out;
+        // 3. Curtailment: events active when the job could start.
+        if (std::optional<Decision> out = curtailment())
+            return *out;
+        // 4. Site headroom, when no site event decided.
+        if (std::optional<Decision> out = site_headroom())
+            return *out;
+        // 5. Nothing stands in the way.
+        return done(Verdict::Admit, 0, with_tail("admit"));
+    }
+
+  private:
     // Every path ends here: one-line reason, message, and no begin time
     // that is not later than the job could start anyway.
-    const int64_t t0 = std::max(r.now, r.user_begin);
-    auto done = [&](Verdict verdict, int64_t begin, std::string reason) {
-        d.verdict = verdict;
-        d.begin_time = begin;
-        if ((verdict == Verdict::Defer || verdict == Verdict::Pace) && begin <= t0) {
-            d.verdict = Verdict::Admit;
-            d.begin_time = 0;
+    Decision done(Verdict verdict, int64_t begin, std::string reason)
+    {
+        d_.verdict = verdict;
+        d_.begin_time = begin;
+        if ((verdict == Verdict::Defer || verdict == Verdict::Pace) && begin <= t0_) {
+            d_.verdict = Verdict::Admit;
+            d_.begin_time = 0;
         }
-        if (d.verdict == Verdict::Admit)
-            d.begin_time = 0;
-        d.reason = one_line(std::move(reason));
-        if (d.verdict != Verdict::Reject)
-            d.message = "m2g: " + d.reason;
-        return d;
-    };
-
-    if (p.mode == AdmissionMode::Off)
-        return done(Verdict::Admit, 0, "admission off");
-
-    // 0. Reserved intent: only privileged accounts and groups.
-    if (r.check_reserved) {
-        const std::vector<std::string> reserved = reserved_uses(p, r.intent);
-        if (!reserved.empty()) {
-            const std::string who = privileged_by(p, r);
-            const std::string acct = r.account.empty() ? "(default)" : r.account;
-            if (who.empty()) {
-                const auto list = [](const std::vector<std::string>& names) {
-                    return names.empty() ? std::string("none") : join(names, ",");
-                };
-                d.message = "m2g: " + join(reserved, ", ") + " is reserved for privileged accounts (" +
-                            list(p.privileged_accounts) + ") and Unix groups (" + list(p.privileged_groups) +
-                            "), see PrivilegedTags= and PrivilegedClasses= in m2g.conf; account " + acct +
-                            (r.user.empty() ? "" : " (user " + r.user + ")") +
-                            " is not one of them. Submit without it, or ask an administrator.";
-                d.refused_reserved = reserved;
-                return done(Verdict::Reject, 0,
-                            "reject: " + join(reserved, ", ") + " reserved, account " + acct + " not privileged");
-            }
-            d.audit.push_back(join(reserved, ", ") + " (reserved) allowed for " + who);
-        }
+        if (d_.verdict == Verdict::Admit)
+            d_.begin_time = 0;
+        d_.reason = one_line(std::move(reason));
+        if (d_.verdict != Verdict::Reject)
+            d_.message = "m2g: " + d_.reason;
+        return d_;
     }
 
-    const Signals* s = v.snap.get();
-    const int64_t deadline = r.intent.defer == DeferConsent::Until ? r.intent.defer_until : 0;
-    const bool deadline_reached = deadline > 0 && deadline <= t0;
-    const std::string tail = "class=" + class_name(r.intent.workload_class) + " consent=" + consent_name(r.intent) +
-                             ", " + kw1(d.power_kw) + " kW";
-    std::vector<std::string> notes;  // what an Admit says besides the tail
     // "admit: <notes>, <tail>", "defer: <what>, <notes>, <tail>"
-    auto with_tail = [&](std::string head) {
-        for (size_t i = 0; i < notes.size(); ++i)
-            head += (i == 0 && head == "admit" ? ": " : ", ") + notes[i];
-        return head + ", " + tail;
-    };
+    std::string with_tail(std::string head) const
+    {
+        for (size_t i = 0; i < notes_.size(); ++i)
+            head += (i == 0 && head == "admit" ? ": " : ", ") + notes_[i];
+        return head + ", " + tail_;
+    }
 
-    // 1. Maintenance, for every job.
-    if (s && !s->maintenance.empty()) {
-        std::vector<uint8_t> cand(m.nodes.size(), r.candidate_nodes.empty() ? 1 : 0);
-        for (int n : r.candidate_nodes)
+    std::optional<Decision> reserved_intent()
+    {
+        if (!r_.check_reserved)
+            return std::nullopt;
+        const std::vector<std::string> reserved = reserved_uses(p_, r_.intent);
+        if (reserved.empty())
+            return std::nullopt;
+        const std::string who = privileged_by(p_, r_);
+        const std::string acct = account_of(r_);
+        if (who.empty()) {
+            d_.message = "m2g: " + join(reserved, ", ") + " is reserved for privileged accounts (" +
+                         names_or_none(p_.privileged_accounts) + ") and Unix groups (" +
+                         names_or_none(p_.privileged_groups) +
+                         "), see PrivilegedTags= and PrivilegedClasses= in m2g.conf; account " + acct +
+                         (r_.user.empty() ? "" : " (user " + r_.user + ")") +
+                         " is not one of them. Submit without it, or ask an administrator.";
+            d_.refused_reserved = reserved;
+            return done(Verdict::Reject, 0,
+                        "reject: " + join(reserved, ", ") + " reserved, account " + acct + " not privileged");
+        }
+        d_.audit.push_back(join(reserved, ", ") + " (reserved) allowed for " + who);
+        return std::nullopt;
+    }
+
+    std::optional<Decision> maintenance()
+    {
+        if (!s_ || s_->maintenance.empty())
+            return std::nullopt;
+        std::vector<uint8_t> cand(m_.nodes.size(), r_.candidate_nodes.empty() ? 1 : 0);
+        for (int n : r_.candidate_nodes)
             if (n >= 0 && static_cast<size_t>(n) < cand.size())
                 cand[n] = 1;
-        const MaintAt at = maintenance_at(m, *s, cand, t0, r.time_limit_s);
-        if (!at.windows.empty()) {
-            const std::string ids = window_ids(at.windows);
-            const bool steer = p.maintenance_action == MaintenanceAction::Steer;
-            if (steer && at.free >= r.nodes) {
-                d.avoid_nodes = at.avoid;
-                d.avoid_for = "maintenance " + ids;
-                notes.push_back("steering clear of maintenance " + ids + " (" + std::to_string(at.avoid.size()) +
-                                " nodes avoided)");
-            } else {
-                const MaintenanceWindow* first = at.windows.front();
-                for (const MaintenanceWindow* w : at.windows)
-                    if (w->start < first->start)
-                        first = w;
-                // Past the overlapping windows, then past those that
-                // overlap from there: each round leaves at least one
-                // window behind, so the loop is bounded by their number.
-                int64_t t = t0;
-                MaintAt cur = at;
-                for (size_t round = 0; round <= s->maintenance.size() && !cur.windows.empty(); ++round) {
-                    for (const MaintenanceWindow* w : cur.windows)
-                        t = std::max(t, w->end);
-                    cur = maintenance_at(m, *s, cand, t, r.time_limit_s);
-                    if (steer && cur.free >= r.nodes)
-                        break;
-                }
-                d.cause = "maintenance:" + first->id;
-                if (deadline > 0 && t > deadline) {
-                    const int64_t minutes = (first->start - t0) / 60;
-                    std::string fix = minutes > 0 ? "shorten --time to at most " + std::to_string(minutes) +
-                                                         " minutes or move the deadline (--m2g-defer=until=...) past " +
-                                                         format_utc(t)
-                                                   : "move the deadline (--m2g-defer=until=...) past " + format_utc(t);
-                    fix[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(fix[0])));
-                    d.message = "m2g: maintenance window " + first->id + " (" + format_utc(first->start) + " to " +
-                                format_utc(first->end) +
-                                ") covers the nodes this job can use within its time limit, and the job may not "
-                                "wait past its deadline " +
-                                format_utc(deadline) + " (--m2g-defer=until). " + fix + ".";
-                    return done(Verdict::Reject, 0,
-                                with_tail("reject: maintenance " + ids + " lasts until " + format_utc(t) +
-                                          ", past the deadline " + format_utc(deadline)));
-                }
-                return done(Verdict::Defer, t,
-                            with_tail("defer: maintenance " + ids + " until " + format_utc(t) + ", " +
-                                      std::to_string(at.free) + " nodes free outside it, job needs " +
-                                      std::to_string(r.nodes) + " (MaintenanceAction=" +
-                                      to_string(p.maintenance_action) + ")"));
-            }
+        const MaintAt at = maintenance_at(m_, *s_, cand, t0_, r_.time_limit_s);
+        if (at.windows.empty())
+            return std::nullopt;
+        const std::string ids = window_ids(at.windows);
+        const bool steer = p_.maintenance_action == MaintenanceAction::Steer;
+        if (steer && at.free >= r_.nodes) {
+            d_.avoid_nodes = at.avoid;
+            d_.avoid_for = "maintenance " + ids;
+            notes_.push_back("steering clear of maintenance " + ids + " (" + std::to_string(at.avoid.size()) +
+                             " nodes avoided)");
+            return std::nullopt;
         }
+        return wait_for_maintenance(at, cand, ids, steer);
     }
 
-    // 2. Fail-safe hold: the feed is stale or missing and SignalsFailSafe=defer.
-    if (v.hold && d.deferrable) {
-        if (deadline_reached) {
-            notes.push_back("fail-safe hold skipped: deadline " + format_utc(deadline) + " reached");
-        } else {
-            int64_t begin = r.now + p.power_retry_sec;
-            if (deadline > 0)
-                begin = std::min(begin, deadline);
-            d.cause = "failsafe";
-            return done(Verdict::Defer, std::max(begin, t0),
-                        with_tail("defer: signals feed " + std::string(to_string(v.state)) +
-                                  " (SignalsFailSafe=defer holds deferrable work), re-check at " +
-                                  format_utc(std::max(begin, t0))));
+    // The job waits past the maintenance windows `at` (ids `ids`) on its
+    // candidate nodes, or is rejected when that is past its deadline.
+    Decision wait_for_maintenance(const MaintAt& at, const std::vector<uint8_t>& cand, const std::string& ids,
+                                  bool steer)
+    {
+        const MaintenanceWindow* first = at.windows.front();
+        for (const MaintenanceWindow* w : at.windows)
+            if (w->start < first->start)
+                first = w;
+        // Past the overlapping windows, then past those that
+        // overlap from there: each round leaves at least one
+        // window behind, so the loop is bounded by their number.
+        int64_t t = t0_;
+        MaintAt cur = at;
+        for (size_t round = 0; round <= s_->maintenance.size() && !cur.windows.empty(); ++round) {
+            for (const MaintenanceWindow* w : cur.windows)
+                t = std::max(t, w->end);
+            cur = maintenance_at(m_, *s_, cand, t, r_.time_limit_s);
+            if (steer && cur.free >= r_.nodes)
+                break;
         }
+        d_.cause = "maintenance:" + first->id;
+        if (deadline_ > 0 && t > deadline_) {
+            const int64_t minutes = (first->start - t0_) / 60;
+            std::string fix = minutes > 0 ? "shorten --time to at most " + std::to_string(minutes) +
+                                                 " minutes or move the deadline (--m2g-defer=until=...) past " +
+                                                 format_utc(t)
+                                           : "move the deadline (--m2g-defer=until=...) past " + format_utc(t);
+            fix[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(fix[0])));
+            d_.message = "m2g: maintenance window " + first->id + " (" + format_utc(first->start) + " to " +
+                         format_utc(first->end) +
+                         ") covers the nodes this job can use within its time limit, and the job may not "
+                         "wait past its deadline " +
+                         format_utc(deadline_) + " (--m2g-defer=until). " + fix + ".";
+            return done(Verdict::Reject, 0,
+                        with_tail("reject: maintenance " + ids + " lasts until " + format_utc(t) +
+                                  ", past the deadline " + format_utc(deadline_)));
+        }
+        return done(Verdict::Defer, t,
+                    with_tail("defer: maintenance " + ids + " until " + format_utc(t) + ", " +
+                              std::to_string(at.free) + " nodes free outside it, job needs " +
+                              std::to_string(r_.nodes) + " (MaintenanceAction=" +
+                              to_string(p_.maintenance_action) + ")"));
     }
-    const bool defer_ok = d.deferrable && !deadline_reached;
 
-    // 3. Curtailment: events active when the job could start.
-    const std::vector<const CurtailmentEvent*> events =
-        s ? active_events(s, t0) : std::vector<const CurtailmentEvent*>{};
-    bool site_event = false;
-    if (!events.empty()) {
-        const CurtailmentEvent* binding = events.front();  // the one ending last
-        const CurtailmentEvent* site = nullptr;            // the site event ending last
-        for (const CurtailmentEvent* e : events) {
+    std::optional<Decision> failsafe_hold()
+    {
+        if (!(v_.hold && d_.deferrable))
+            return std::nullopt;
+        if (deadline_reached_) {
+            notes_.push_back("fail-safe hold skipped: deadline " + format_utc(deadline_) + " reached");
+            return std::nullopt;
+        }
+        int64_t begin = r_.now + p_.power_retry_sec;
+        if (deadline_ > 0)
+            begin = std::min(begin, deadline_);
+        d_.cause = "failsafe";
+        return done(Verdict::Defer, std::max(begin, t0_),
+                    with_tail("defer: signals feed " + std::string(to_string(v_.state)) +
+                              " (SignalsFailSafe=defer holds deferrable work), re-check at " +
+                              format_utc(std::max(begin, t0_))));
+    }
+
+    std::optional<Decision> curtailment()
+    {
+        const bool defer_ok = d_.deferrable && !deadline_reached_;
+        events_ = s_ ? active_events(s_, t0_) : std::vector<const CurtailmentEvent*>{};
+        if (events_.empty())
+            return std::nullopt;
+        const CurtailmentEvent* binding = events_.front();  // the one ending last
+        const CurtailmentEvent* site = nullptr;             // the site event ending last
+        for (const CurtailmentEvent* e : events_) {
             if (e->end > binding->end)
                 binding = e;
             if (e->scope == EventScope::Site && (!site || e->end > site->end))
                 site = e;
         }
-        site_event = site != nullptr;
+        site_event_ = site != nullptr;
         bool deferrable = defer_ok;
-        if (!d.deferrable && r.intent.defer == DeferConsent::No && !exempt(p, r)) {
-            if (p.no_defer_action == NoDeferAction::Reject) {
-                const std::string acct = r.account.empty() ? "(default)" : r.account;
-                const auto list = [](const std::vector<std::string>& names) {
-                    return names.empty() ? std::string("none") : join(names, ",");
-                };
-                const int64_t wait_min = std::max<int64_t>(1, (binding->end - r.now + 59) / 60);
-                d.cause = binding->id;
-                d.message = "m2g: demand-response event " + binding->id + " is active until " +
-                            format_utc(binding->end) + "; account " + acct +
-                            " may not use --m2g-defer=no during events (exempt accounts: " +
-                            list(p.defer_exempt_accounts) + ", groups: " + list(p.defer_exempt_groups) +
-                            "). Submit with --m2g-defer=ok, or --m2g-defer=until=now+" + std::to_string(wait_min) +
-                            "m (or any time after the event), or after " + format_utc(binding->end) + ".";
-                return done(Verdict::Reject, 0,
-                            with_tail("reject: DR event " + binding->id + " " + event_desc(*binding) + " until " +
-                                      format_utc(binding->end) + ", account " + acct +
-                                      " not exempt from deferral (NoDeferAction=reject)"));
-            }
-            d.converted = true;
-            d.deferrable = true;
-            deferrable = true;
-            notes.push_back("--m2g-defer=no converted to deferrable (NoDeferAction=convert)");
-        } else if (!d.deferrable && r.intent.defer == DeferConsent::No) {
-            d.audit.push_back("--m2g-defer=no honoured during DR event " + binding->id + " for exempt " +
-                              exempt_by(p, r));
-        }
-        const bool paced = pacing_limits(p) && pacer != nullptr && t0 == r.now;
-        auto pace_or_admit = [&](const CurtailmentEvent& e, const std::string& why) {
-            const std::string what = "DR event " + e.id + " " + event_desc(e) + " until " + format_utc(e.end);
-            d.cause = e.id;
-            if (!paced) {
-                notes.insert(notes.begin(), why + " during " + what);
-                return done(Verdict::Admit, 0, with_tail("admit"));
-            }
-            const int64_t begin = pacer->reserve(p, r.now, r.gpus, d.power_kw);
-            if (begin <= r.now) {
-                notes.insert(notes.begin(), why + " during " + what + ", paced: this interval has room");
-                return done(Verdict::Admit, 0, with_tail("admit"));
-            }
-            return done(Verdict::Pace, begin,
-                        with_tail("pace: " + why + " during " + what + ", GPUs start at " + format_utc(begin) +
-                                  " (RampRateKWPerMin=" + num(p.ramp_rate_kw_per_min) +
-                                  " PaceGpusPerInterval=" + std::to_string(p.pace_gpus_per_interval) +
-                                  " PaceIntervalSec=" + std::to_string(p.pace_interval_sec) + ")"));
-        };
+        if (std::optional<Decision> out = no_defer_during(*binding, deferrable))
+            return out;
         if (deferrable && site) {
-            d.cause = site->id;
+            d_.cause = site->id;
             const std::string what =
                 "DR event " + site->id + " " + event_desc(*site) + " until " + format_utc(site->end);
-            if (deadline == 0 || deadline >= site->end)
+            if (deadline_ == 0 || deadline_ >= site->end)
                 return done(Verdict::Defer, site->end, with_tail("defer: " + what));
             // The deadline comes first: wait until then, and run under
             // pacing as non-deferrable work from there (the release
             // thread decides again at the deadline).
-            return done(Verdict::Defer, deadline,
-                        with_tail("defer: " + what + ", deadline " + format_utc(deadline) + " before event end"));
+            return done(Verdict::Defer, deadline_,
+                        with_tail("defer: " + what + ", deadline " + format_utc(deadline_) + " before event end"));
         }
-        if (d.deferrable && deadline_reached && site)
-            return pace_or_admit(*site, "deadline " + format_utc(deadline) + " before event end");
-        if (!deferrable && !d.deferrable)
+        if (d_.deferrable && deadline_reached_ && site)
+            return pace_or_admit(*site, "deadline " + format_utc(deadline_) + " before event end");
+        if (!deferrable && !d_.deferrable)
             return pace_or_admit(*binding, "non-deferrable");
         if (!site) {
             // Row and rack events: select/m2g keeps deferrable work off
             // those racks at placement; the rest of the site is open.
-            notes.push_back("DR event " + binding->id + " " + event_desc(*binding) + " enforced at placement");
+            notes_.push_back("DR event " + binding->id + " " + event_desc(*binding) + " enforced at placement");
         }
+        return std::nullopt;
     }
 
-    // 4. Site headroom, when no site event decided.
-    if (!site_event) {
-        const double budget = effective_budget_kw(m, s, EventScope::Site, kNone, t0);
-        if (budget >= 0 && events.empty() && d.power_kw > budget) {
-            d.cause = "power:site";
-            d.message = "m2g: this job needs an estimated " + kw1(d.power_kw) + " kW (" + std::to_string(r.gpus) +
-                        " GPUs x " + num(watts) + " W), more than the site's power budget of " + kw1(budget) +
-                        " kW, so it can never start. Ask for fewer GPUs, or if the estimate is too high set a "
-                        "recipe (--m2g-recipe) or PowerPerGpuW for its class in m2g.conf.";
-            return done(Verdict::Reject, 0,
-                        with_tail("reject: job needs " + kw1(d.power_kw) + " kW, site budget " + kw1(budget) + " kW"));
-        }
-        const double draw = s ? s->site.draw_kw : -1;
-        if (budget >= 0 && draw >= 0 && draw + d.power_kw > budget) {
-            const std::string what = "site power " + kw1(std::max(0.0, budget - draw)) + " kW free of " + kw1(budget) +
-                                     " kW, job needs " + kw1(d.power_kw) + " kW";
-            if (d.deferrable && !deadline_reached) {
-                int64_t begin = r.now + p.power_retry_sec;
-                if (deadline > 0)
-                    begin = std::min(begin, deadline);
-                begin = std::max(begin, t0);
-                d.cause = "power:site";
-                return done(Verdict::Defer, begin, with_tail("defer: " + what + ", re-check at " + format_utc(begin)));
+    // --m2g-defer=no during the event `binding`: rejected or converted to
+    // deferrable (NoDeferAction=), unless the job is exempt from deferral.
+    std::optional<Decision> no_defer_during(const CurtailmentEvent& binding, bool& deferrable)
+    {
+        if (!d_.deferrable && r_.intent.defer == DeferConsent::No && !exempt(p_, r_)) {
+            if (p_.no_defer_action == NoDeferAction::Reject) {
+                const std::string acct = account_of(r_);
+                const int64_t wait_min = std::max<int64_t>(1, (binding.end - r_.now + 59) / 60);
+                d_.cause = binding.id;
+                d_.message = "m2g: demand-response event " + binding.id + " is active until " +
+                             format_utc(binding.end) + "; account " + acct +
+                             " may not use --m2g-defer=no during events (exempt accounts: " +
+                             names_or_none(p_.defer_exempt_accounts) + ", groups: " +
+                             names_or_none(p_.defer_exempt_groups) +
+                             "). Submit with --m2g-defer=ok, or --m2g-defer=until=now+" + std::to_string(wait_min) +
+                             "m (or any time after the event), or after " + format_utc(binding.end) + ".";
+                return done(Verdict::Reject, 0,
+                            with_tail("reject: DR event " + binding.id + " " + event_desc(binding) + " until " +
+                                      format_utc(binding.end) + ", account " + acct +
+                                      " not exempt from deferral (NoDeferAction=reject)"));
             }
-            notes.insert(notes.begin(), what + ", non-deferrable");
+            d_.converted = true;
+            d_.deferrable = true;
+            deferrable = true;
+            notes_.push_back("--m2g-defer=no converted to deferrable (NoDeferAction=convert)");
+        } else if (!d_.deferrable && r_.intent.defer == DeferConsent::No) {
+            d_.audit.push_back("--m2g-defer=no honoured during DR event " + binding.id + " for exempt " +
+                               exempt_by(p_, r_));
         }
+        return std::nullopt;
     }
 
-    // 5. Nothing stands in the way.
-    return done(Verdict::Admit, 0, with_tail("admit"));
-}
+    Decision pace_or_admit(const CurtailmentEvent& e, const std::string& why)
+    {
+        const bool paced = pacing_limits(p_) && pacer_ != nullptr && t0_ == r_.now;
+        const std::string what = "DR event " + e.id + " " + event_desc(e) + " until " + format_utc(e.end);
+        d_.cause = e.id;
+        if (!paced) {
+            notes_.insert(notes_.begin(), why + " during " + what);
+            return done(Verdict::Admit, 0, with_tail("admit"));
+        }
+        const int64_t begin = pacer_->reserve(p_, r_.now, r_.gpus, d_.power_kw);
+        if (begin <= r_.now) {
+            notes_.insert(notes_.begin(), why + " during " + what + ", paced: this interval has room");
+            return done(Verdict::Admit, 0, with_tail("admit"));
+        }
+        return done(Verdict::Pace, begin,
+                    with_tail("pace: " + why + " during " + what + ", GPUs start at " + format_utc(begin) +
+                              " (RampRateKWPerMin=" + num(p_.ramp_rate_kw_per_min) +
+                              " PaceGpusPerInterval=" + std::to_string(p_.pace_gpus_per_interval) +
+                              " PaceIntervalSec=" + std::to_string(p_.pace_interval_sec) + ")"));
+    }
+
+    std::optional<Decision> site_headroom()
+    {
+        if (site_event_)
+            return std::nullopt;
+        const double budget = effective_budget_kw(m_, s_, EventScope::Site, kNone, t0_);
+        if (budget >= 0 && events_.empty() && d_.power_kw > budget) {
+            d_.cause = "power:site";
+            d_.message = "m2g: this job needs an estimated " + kw1(d_.power_kw) + " kW (" + std::to_string(r_.gpus) +
+                         " GPUs x " + num(watts_) + " W), more than the site's power budget of " + kw1(budget) +
+                         " kW, so it can never start. Ask for fewer GPUs, or if the estimate is too high set a "
+                         "recipe (--m2g-recipe) or PowerPerGpuW for its class in m2g.conf.";
+            return done(Verdict::Reject, 0,
+                        with_tail("reject: job needs " + kw1(d_.power_kw) + " kW, site budget " + kw1(budget) +
+                                  " kW"));
+        }
+        const double draw = s_ ? s_->site.draw_kw : -1;
+        if (budget >= 0 && draw >= 0 && draw + d_.power_kw > budget) {
+            const std::string what = "site power " + kw1(std::max(0.0, budget - draw)) + " kW free of " +
+                                     kw1(budget) + " kW, job needs " + kw1(d_.power_kw) + " kW";
+            if (d_.deferrable && !deadline_reached_) {
+                int64_t begin = r_.now + p_.power_retry_sec;
+                if (deadline_ > 0)
+                    begin = std::min(begin, deadline_);
+                begin = std::max(begin, t0_);
+                d_.cause = "power:site";
+                return done(Verdict::Defer, begin,
+                            with_tail("defer: " + what + ", re-check at " + format_utc(begin)));
+            }
+            notes_.insert(notes_.begin(), what + ", non-deferrable");
+        }
+        return std::nullopt;
+    }
+
+    const Model& m_;
+    const SignalsView& v_;
+    const AdmissionRequest& r_;
+    Pacer* pacer_;
+    const AdmissionPolicy& p_;
+    Decision d_;
+    double watts_ = 0;
+    int64_t t0_ = 0;
+    const Signals* s_ = nullptr;
+    int64_t deadline_ = 0;
+    bool deadline_reached_ = false;
+    std::string tail_;
+    std::vector<std::string> notes_;  // what an Admit says besides the tail
+    std::vector<const CurtailmentEvent*> events_;  // active when the job could start
+    bool site_event_ = false;
+};
 
 }  // namespace
 
@@ -616,7 +698,7 @@ Decision decide(const Model& m, const SignalsView& v, const AdmissionRequest& r,
 {
     std::string what;
     try {
-        return decide_impl(m, v, r, pacer);
+        return Decider(m, v, r, pacer).decide();
     } catch (const std::exception& e) {
         what = e.what();
     } catch (...) {

@@ -193,282 +193,369 @@ CurtailLevel curtail_level(const AdmissionPolicy& p, const JobIntent& intent)
     return cp.curtail;
 }
 
-CurtailPlan plan_curtailment(const Model& m, const SignalsView& v, const std::vector<CurtailJob>& jobs,
-                             CurtailState& state, int64_t now)
-{
-    CurtailPlan plan;
-    try {
-        const AdmissionPolicy& p = m.admission;
-        std::vector<Scope> scopes = build_scopes(m, v, jobs, now);
-        // The planner's working copy: per-GPU draw and state after the
-        // actions planned so far.
-        std::vector<CurtailJob> work = jobs;
-        std::vector<double> w0(jobs.size());
-        for (size_t i = 0; i < jobs.size(); ++i)
-            w0[i] = curtail_job_w_gpu(p, jobs[i]);
-        // Jobs this plan requeues: they leave their GPUs (draw 0 from here on).
-        std::vector<uint8_t> gone(jobs.size(), 0);
-        auto draw = [&](const Scope& sc) {
-            double d = sc.base_kw;
-            for (size_t i = 0; i < work.size(); ++i) {
-                const int g = gpus_in(sc, work[i]);
-                if (g)
-                    d += g * ((gone[i] ? 0.0 : curtail_job_w_gpu(p, work[i])) - w0[i]) / 1000.0;
-            }
-            return d;
-        };
-        auto cause_of = [](const Scope& sc) {
-            return sc.out.cause.empty() ? "power:" + sc.out.name : sc.out.cause;
-        };
-        auto why = [&](const Scope& sc, double d) {
-            std::string w = (sc.out.scope == EventScope::Site ? std::string("site") : sc.out.name) +
-                            " over budget";
-            if (!sc.out.cause.empty())
-                w += " during " + sc.out.cause;
-            return w + ": " + kw1(d) + " kW drawn, target " + kw1(sc.out.target_kw) + " kW (budget " +
-                   kw1(sc.out.budget_kw) + " kW)";
-        };
+namespace {
 
-        // Requeues whose checkpoint grace has run out come first: they were
-        // decided in an earlier plan.
-        for (size_t i = 0; i < work.size(); ++i) {
-            CurtailJob& j = work[i];
-            if (j.signalled_at > 0 && now - j.signalled_at >= p.checkpoint_grace_sec) {
-                gone[i] = 1;
+// "site over budget during dr-a: 210.0 kW drawn, target 190.0 kW (budget 200.0 kW)"
+std::string over_budget(const Scope& sc, double d)
+{
+    std::string w = (sc.out.scope == EventScope::Site ? std::string("site") : sc.out.name) + " over budget";
+    if (!sc.out.cause.empty())
+        w += " during " + sc.out.cause;
+    return w + ": " + kw1(d) + " kW drawn, target " + kw1(sc.out.target_kw) + " kW (budget " +
+           kw1(sc.out.budget_kw) + " kW)";
+}
+
+std::string cause_of(const Scope& sc)
+{
+    return sc.out.cause.empty() ? "power:" + sc.out.name : sc.out.cause;
+}
+
+// One plan: the scopes, the planner's working copy of the jobs, and the
+// actions so far.
+class Planner {
+  public:
+    Planner(const Model& m, const SignalsView& v, const std::vector<CurtailJob>& jobs, CurtailState& state,
+            int64_t now)
+        : p_(m.admission), v_(v), state_(state), now_(now), scopes_(build_scopes(m, v, jobs, now)), work_(jobs),
+          w0_(jobs.size()), gone_(jobs.size(), 0)
+    {
+        for (size_t i = 0; i < jobs.size(); ++i)
+            w0_[i] = curtail_job_w_gpu(p_, jobs[i]);
+    }
+
+    CurtailPlan run()
+    {
+        requeue_after_grace();
+        for (Scope& sc : scopes_)
+            bring_under_budget(sc);
+        for (Scope& sc : scopes_)
+            sc.out.after_kw = draw(sc);
+        if (plan_.over)
+            state_.last_restore = 0;  // the next restore ramps from when it can start
+
+        // Restore, only when nothing is over, and never on a stale or
+        // missing feed while an event of its last snapshot lasts: the
+        // jobs' estimates are not a meter reading.
+        const bool blind = v_.failsafe && !active_events(v_.snap.get(), now_).empty();
+        if (!plan_.over && blind)
+            plan_.held_back = true;
+        if (!plan_.over && !blind)
+            restore();
+        summarize();
+        return std::move(plan_);
+    }
+
+  private:
+    // A scope's draw after the actions planned so far.
+    double draw(const Scope& sc) const
+    {
+        double d = sc.base_kw;
+        for (size_t i = 0; i < work_.size(); ++i) {
+            const int g = gpus_in(sc, work_[i]);
+            if (g)
+                d += g * ((gone_[i] ? 0.0 : curtail_job_w_gpu(p_, work_[i])) - w0_[i]) / 1000.0;
+        }
+        return d;
+    }
+
+    void act(CurtailJob& j, const CurtailAction& a)
+    {
+        apply_curtail_action(j, a, state_, p_, now_);
+        plan_.actions.push_back(a);
+    }
+
+    // Requeues whose checkpoint grace has run out come first: they were
+    // decided in an earlier plan.
+    void requeue_after_grace()
+    {
+        for (size_t i = 0; i < work_.size(); ++i) {
+            CurtailJob& j = work_[i];
+            if (j.signalled_at > 0 && now_ - j.signalled_at >= p_.checkpoint_grace_sec) {
+                gone_[i] = 1;
                 CurtailAction a;
                 a.step = CurtailStep::Requeue;
                 a.job = j.id;
                 a.scope = j.curtailed_for;
                 a.cause = "checkpoint-grace";
-                a.delta_kw = -job_gpus(j) * curtail_job_w_gpu(p, j) / 1000.0;
-                a.reason = "requeued " + std::to_string(now - j.signalled_at) + " s after its checkpoint signal";
-                plan.actions.push_back(a);
+                a.delta_kw = -job_gpus(j) * curtail_job_w_gpu(p_, j) / 1000.0;
+                a.reason = "requeued " + std::to_string(now_ - j.signalled_at) + " s after its checkpoint signal";
+                plan_.actions.push_back(a);
             }
         }
+    }
 
-        for (Scope& sc : scopes) {
-            // Act when a scope is over its budget; then bring it to the
-            // target (the budget less the margin). Between the two nothing
-            // happens, so meter noise never caps and lifts in turn.
-            double d = draw(sc);
-            if (d <= sc.out.budget_kw)
+    void bring_under_budget(Scope& sc)
+    {
+        // Act when a scope is over its budget; then bring it to the
+        // target (the budget less the margin). Between the two nothing
+        // happens, so meter noise never caps and lifts in turn.
+        double d = draw(sc);
+        if (d <= sc.out.budget_kw)
+            return;
+        plan_.over = true;
+        const std::string reason = over_budget(sc, d);
+        const std::string cause = cause_of(sc);
+        // 1. caps, water-filled to one per-GPU level.
+        d = cap(sc, d, reason, cause);
+        // 2. suspend (or signal for a requeue) until under the target.
+        stop_until_under_target(sc, d, reason, cause);
+    }
+
+    std::vector<size_t> cap_candidates(const Scope& sc) const
+    {
+        std::vector<size_t> cand;
+        for (size_t i = 0; i < work_.size(); ++i) {
+            const CurtailJob& j = work_[i];
+            if (!j.suspended && j.signalled_at == 0 && !j.cap_unavailable && gpus_in(sc, j) > 0 &&
+                may_touch(p_, j, CurtailLevel::Cap) &&
+                curtail_job_w_gpu(p_, j) > floor_w(p_, j))
+                cand.push_back(i);
+        }
+        return cand;
+    }
+
+    // kW the candidates would save capped to `level` W per GPU.
+    double saved(const Scope& sc, const std::vector<size_t>& cand, double level) const
+    {
+        double kw = 0;
+        for (size_t i : cand) {
+            const double cur = curtail_job_w_gpu(p_, work_[i]);
+            const double to = std::max(level, floor_w(p_, work_[i]));
+            if (cur > to)
+                kw += gpus_in(sc, work_[i]) * (cur - to) / 1000.0;
+        }
+        return kw;
+    }
+
+    double water_level(const Scope& sc, const std::vector<size_t>& cand, double excess) const
+    {
+        double lo = 0, hi = 0;
+        for (size_t i : cand)
+            hi = std::max(hi, curtail_job_w_gpu(p_, work_[i]));
+        double level = 0;
+        if (saved(sc, cand, 0) > excess) {
+            // The highest level that still saves enough.
+            for (int it = 0; it < 60; ++it) {
+                const double mid = (lo + hi) / 2;
+                (saved(sc, cand, mid) >= excess ? lo : hi) = mid;
+            }
+            level = std::floor(lo);
+        }
+        return level;
+    }
+
+    // Caps the scope's candidates; returns its draw after.
+    double cap(const Scope& sc, double d, const std::string& reason, const std::string& cause)
+    {
+        const std::vector<size_t> cand = cap_candidates(sc);
+        const double excess = d - sc.out.target_kw;
+        if (cand.empty())
+            return d;
+        const double level = water_level(sc, cand, excess);
+        for (size_t i : cand) {
+            CurtailJob& j = work_[i];
+            const double cur = curtail_job_w_gpu(p_, j);
+            const double to = std::floor(std::max(level, floor_w(p_, j)));
+            if (cur - to < 1)
                 continue;
-            plan.over = true;
-            const std::string reason = why(sc, d);
-            const std::string cause = cause_of(sc);
-            // 1. caps, water-filled to one per-GPU level.
-            std::vector<size_t> cand;
-            for (size_t i = 0; i < work.size(); ++i) {
-                const CurtailJob& j = work[i];
-                if (!j.suspended && j.signalled_at == 0 && !j.cap_unavailable && gpus_in(sc, j) > 0 &&
-                    may_touch(p, j, CurtailLevel::Cap) &&
-                    curtail_job_w_gpu(p, j) > floor_w(p, j))
-                    cand.push_back(i);
+            CurtailAction a;
+            a.step = CurtailStep::Cap;
+            a.job = j.id;
+            a.cap_w = to;
+            a.delta_kw = -job_gpus(j) * (cur - to) / 1000.0;
+            a.scope = sc.out.name;
+            a.cause = cause;
+            a.reason = reason + "; GPUs capped to " + watts(to) + " W";
+            act(j, a);
+        }
+        return draw(sc);
+    }
+
+    // The job to suspend next in `sc`, `left` kW over its target: the
+    // smallest that is enough, else the biggest; -1 none.
+    int pick_to_stop(const Scope& sc, double left) const
+    {
+        // Jobs whose caps could not be applied come first: m2g cannot
+        // shape their power any other way.
+        bool uncappable = false;
+        for (const CurtailJob& j : work_)
+            uncappable = uncappable || (j.cap_unavailable && !j.suspended && j.signalled_at == 0 &&
+                                        gpus_in(sc, j) > 0 && may_touch(p_, j, CurtailLevel::Suspend));
+        int best = -1, biggest = -1;
+        double best_kw = 0, big_kw = 0;
+        for (size_t i = 0; i < work_.size(); ++i) {
+            const CurtailJob& j = work_[i];
+            const int g = gpus_in(sc, j);
+            if (j.suspended || j.signalled_at > 0 || g == 0 || !may_touch(p_, j, CurtailLevel::Suspend) ||
+                (uncappable && !j.cap_unavailable))
+                continue;
+            const double kw = g * (curtail_job_w_gpu(p_, j) - std::min(p_.idle_power_w_per_gpu,
+                                                                       uncapped_w(p_, j))) / 1000.0;
+            if (kw <= 0)
+                continue;
+            auto newer = [&](int other) { return j.start_time > work_[other].start_time; };
+            if (kw >= left && (best < 0 || kw < best_kw || (kw == best_kw && newer(best)))) {
+                best = static_cast<int>(i);
+                best_kw = kw;
             }
-            const double excess = d - sc.out.target_kw;
-            auto saved = [&](double level) {
-                double kw = 0;
-                for (size_t i : cand) {
-                    const double cur = curtail_job_w_gpu(p, work[i]);
-                    const double to = std::max(level, floor_w(p, work[i]));
-                    if (cur > to)
-                        kw += gpus_in(sc, work[i]) * (cur - to) / 1000.0;
-                }
-                return kw;
-            };
-            if (!cand.empty()) {
-                double lo = 0, hi = 0;
-                for (size_t i : cand)
-                    hi = std::max(hi, curtail_job_w_gpu(p, work[i]));
-                double level = 0;
-                if (saved(0) > excess) {
-                    // The highest level that still saves enough.
-                    for (int it = 0; it < 60; ++it) {
-                        const double mid = (lo + hi) / 2;
-                        (saved(mid) >= excess ? lo : hi) = mid;
-                    }
-                    level = std::floor(lo);
-                }
-                for (size_t i : cand) {
-                    CurtailJob& j = work[i];
-                    const double cur = curtail_job_w_gpu(p, j);
-                    const double to = std::floor(std::max(level, floor_w(p, j)));
-                    if (cur - to < 1)
-                        continue;
-                    CurtailAction a;
-                    a.step = CurtailStep::Cap;
-                    a.job = j.id;
-                    a.cap_w = to;
-                    a.delta_kw = -job_gpus(j) * (cur - to) / 1000.0;
-                    a.scope = sc.out.name;
-                    a.cause = cause;
-                    a.reason = reason + "; GPUs capped to " + watts(to) + " W";
-                    apply_curtail_action(j, a, state, p, now);
-                    plan.actions.push_back(a);
-                }
-                d = draw(sc);
-            }
-            // 2. suspend (or signal for a requeue) until under the target.
-            while (d > sc.out.target_kw) {
-                const double left = d - sc.out.target_kw;
-                // Jobs whose caps could not be applied come first: m2g cannot
-                // shape their power any other way.
-                bool uncappable = false;
-                for (const CurtailJob& j : work)
-                    uncappable = uncappable || (j.cap_unavailable && !j.suspended && j.signalled_at == 0 &&
-                                                gpus_in(sc, j) > 0 && may_touch(p, j, CurtailLevel::Suspend));
-                int best = -1, biggest = -1;
-                double best_kw = 0, big_kw = 0;
-                for (size_t i = 0; i < work.size(); ++i) {
-                    const CurtailJob& j = work[i];
-                    const int g = gpus_in(sc, j);
-                    if (j.suspended || j.signalled_at > 0 || g == 0 || !may_touch(p, j, CurtailLevel::Suspend) ||
-                        (uncappable && !j.cap_unavailable))
-                        continue;
-                    const double kw = g * (curtail_job_w_gpu(p, j) - std::min(p.idle_power_w_per_gpu,
-                                                                              uncapped_w(p, j))) / 1000.0;
-                    if (kw <= 0)
-                        continue;
-                    auto newer = [&](int other) { return j.start_time > work[other].start_time; };
-                    if (kw >= left && (best < 0 || kw < best_kw || (kw == best_kw && newer(best)))) {
-                        best = static_cast<int>(i);
-                        best_kw = kw;
-                    }
-                    if (biggest < 0 || kw > big_kw || (kw == big_kw && newer(biggest))) {
-                        biggest = static_cast<int>(i);
-                        big_kw = kw;
-                    }
-                }
-                const int pick = best >= 0 ? best : biggest;
-                if (pick < 0) {
-                    plan.short_of_target = true;
-                    break;
-                }
-                CurtailJob& j = work[pick];
-                CurtailAction a;
-                const bool requeue = curtail_level(p, j.intent) == CurtailLevel::Requeue && j.checkpoint_signal > 0;
-                a.step = requeue ? CurtailStep::Signal : CurtailStep::Suspend;
-                a.job = j.id;
-                a.scope = sc.out.name;
-                a.cause = cause;
-                a.delta_kw = -job_gpus(j) * (curtail_job_w_gpu(p, j) -
-                                             std::min(p.idle_power_w_per_gpu, uncapped_w(p, j))) / 1000.0;
-                a.reason = reason + (requeue ? "; checkpoint signal, requeue in " +
-                                                   std::to_string(p.checkpoint_grace_sec) + " s"
-                                             : std::string("; suspended"));
-                apply_curtail_action(j, a, state, p, now);
-                plan.actions.push_back(a);
-                d = draw(sc);
+            if (biggest < 0 || kw > big_kw || (kw == big_kw && newer(biggest))) {
+                biggest = static_cast<int>(i);
+                big_kw = kw;
             }
         }
-        for (Scope& sc : scopes)
+        return best >= 0 ? best : biggest;
+    }
+
+    void stop_until_under_target(const Scope& sc, double d, const std::string& reason, const std::string& cause)
+    {
+        while (d > sc.out.target_kw) {
+            const int pick = pick_to_stop(sc, d - sc.out.target_kw);
+            if (pick < 0) {
+                plan_.short_of_target = true;
+                break;
+            }
+            CurtailJob& j = work_[pick];
+            CurtailAction a;
+            const bool requeue = curtail_level(p_, j.intent) == CurtailLevel::Requeue && j.checkpoint_signal > 0;
+            a.step = requeue ? CurtailStep::Signal : CurtailStep::Suspend;
+            a.job = j.id;
+            a.scope = sc.out.name;
+            a.cause = cause;
+            a.delta_kw = -job_gpus(j) * (curtail_job_w_gpu(p_, j) -
+                                         std::min(p_.idle_power_w_per_gpu, uncapped_w(p_, j))) / 1000.0;
+            a.reason = reason + (requeue ? "; checkpoint signal, requeue in " +
+                                               std::to_string(p_.checkpoint_grace_sec) + " s"
+                                         : std::string("; suspended"));
+            act(j, a);
+            d = draw(sc);
+        }
+    }
+
+    // The curtailed jobs to give back to, in the order they come back.
+    std::vector<size_t> restore_order() const
+    {
+        std::vector<size_t> back;
+        for (size_t i = 0; i < work_.size(); ++i)
+            if ((work_[i].suspended || work_[i].cap_w > 0) && work_[i].signalled_at == 0)
+                back.push_back(i);
+        // Suspended jobs first, then caps; newest curtailment first.
+        std::sort(back.begin(), back.end(), [&](size_t a, size_t b) {
+            if (work_[a].suspended != work_[b].suspended)
+                return work_[a].suspended;
+            return work_[a].order > work_[b].order;
+        });
+        return back;
+    }
+
+    // kW this pass may give back by RampRateKWPerMin; -1: no ramp limit.
+    double ramp_allowance(const std::vector<size_t>& back)
+    {
+        double allowance = -1;
+        if (p_.ramp_rate_kw_per_min > 0 && !back.empty()) {
+            // The ramp accrues from the last restore step (at most a
+            // minute's worth); the first time there is something to give
+            // back, from one interval ago, so that a step larger than
+            // one interval's ramp still comes after enough passes.
+            if (state_.last_restore <= 0)
+                state_.last_restore = now_ - p_.curtail_interval_sec;
+            allowance = p_.ramp_rate_kw_per_min * std::clamp<int64_t>(now_ - state_.last_restore, 1, 60) / 60.0;
+        }
+        return allowance;
+    }
+
+    // What this step may give back: the room under every scope's
+    // target (so that it does not go over again) and the ramp. `tight`:
+    // the scope that allows least, "" when the ramp does.
+    double room_for(const CurtailJob& j, double allowance, std::string& tight) const
+    {
+        double room = allowance < 0 ? 1e18 : allowance - plan_.restore_kw;
+        for (const Scope& sc : scopes_) {
+            const int g = gpus_in(sc, j);
+            if (g == 0)
+                continue;
+            const double line = sc.out.target_kw;
+            const double r = (line - draw(sc)) * job_gpus(j) / g;  // whole-job kW this scope allows
+            if (r < room) {
+                room = r;
+                tight = sc.out.name;
+            }
+        }
+        return room;
+    }
+
+    // One restore step for `j`; false when nothing after it may come back
+    // in this plan.
+    bool give_back(CurtailJob& j, double allowance, bool& waiting_for_ramp)
+    {
+        const double cur = curtail_job_w_gpu(p_, j);
+        std::string tight;
+        const double room = room_for(j, allowance, tight);
+        CurtailAction a;
+        a.job = j.id;
+        a.scope = j.curtailed_for;
+        a.cause = "restore";
+        if (j.suspended) {
+            CurtailJob resumed = j;
+            resumed.suspended = false;
+            const double need = job_gpus(j) * (curtail_job_w_gpu(p_, resumed) - cur) / 1000.0;
+            if (need > room) {
+                waiting_for_ramp = tight.empty();
+                return false;  // strict reverse order: nothing after it comes back first
+            }
+            a.step = CurtailStep::Resume;
+            a.cap_w = j.cap_w;
+            a.delta_kw = need;
+            a.reason = "resumed: power is back under budget";
+        } else {
+            const double full = uncapped_w(p_, j);
+            const double need = job_gpus(j) * (full - cur) / 1000.0;
+            if (need <= room) {
+                a.step = CurtailStep::Uncap;
+                a.cap_w = 0;
+                a.delta_kw = need;
+                a.reason = "cap lifted: power is back under budget";
+            } else {
+                const double up = std::floor(room * 1000.0 / std::max(1, job_gpus(j)));
+                if (up < 10) {
+                    waiting_for_ramp = tight.empty();
+                    return false;
+                }
+                a.step = CurtailStep::Uncap;
+                a.cap_w = cur + up;
+                a.delta_kw = job_gpus(j) * up / 1000.0;
+                a.reason = "cap raised to " + watts(a.cap_w) + " W (" +
+                           (tight.empty() ? std::string("RampRateKWPerMin") : "room under " + tight) + ")";
+            }
+        }
+        act(j, a);
+        plan_.restore_kw += a.delta_kw;
+        plan_.restoring = true;
+        return !(a.step == CurtailStep::Uncap && a.cap_w > 0);  // partly raised: the rest waits for the next plan
+    }
+
+    void restore()
+    {
+        const std::vector<size_t> back = restore_order();
+        bool waiting_for_ramp = false;  // the next step waits for RampRateKWPerMin alone
+        const double allowance = ramp_allowance(back);  // kW; -1: no ramp limit
+        for (size_t i : back)
+            if (!give_back(work_[i], allowance, waiting_for_ramp))
+                break;
+        // The ramp accrues only while it is what holds the next step
+        // back: time spent with no room under a target (or nothing to
+        // give back) must not come out later as one burst.
+        if (plan_.restoring)
+            state_.last_restore = now_;
+        else if (!waiting_for_ramp)
+            state_.last_restore = back.empty() ? 0 : now_;
+        for (Scope& sc : scopes_)
             sc.out.after_kw = draw(sc);
-        if (plan.over)
-            state.last_restore = 0;  // the next restore ramps from when it can start
+    }
 
-        // Restore, only when nothing is over, and never on a stale or
-        // missing feed while an event of its last snapshot lasts: the
-        // jobs' estimates are not a meter reading.
-        const bool blind = v.failsafe && !active_events(v.snap.get(), now).empty();
-        if (!plan.over && blind)
-            plan.held_back = true;
-        if (!plan.over && !blind) {
-            std::vector<size_t> back;
-            for (size_t i = 0; i < work.size(); ++i)
-                if ((work[i].suspended || work[i].cap_w > 0) && work[i].signalled_at == 0)
-                    back.push_back(i);
-            // Suspended jobs first, then caps; newest curtailment first.
-            std::sort(back.begin(), back.end(), [&](size_t a, size_t b) {
-                if (work[a].suspended != work[b].suspended)
-                    return work[a].suspended;
-                return work[a].order > work[b].order;
-            });
-            bool waiting_for_ramp = false;  // the next step waits for RampRateKWPerMin alone
-            double allowance = -1;  // kW; -1: no ramp limit
-            if (p.ramp_rate_kw_per_min > 0 && !back.empty()) {
-                // The ramp accrues from the last restore step (at most a
-                // minute's worth); the first time there is something to give
-                // back, from one interval ago, so that a step larger than
-                // one interval's ramp still comes after enough passes.
-                if (state.last_restore <= 0)
-                    state.last_restore = now - p.curtail_interval_sec;
-                allowance = p.ramp_rate_kw_per_min * std::clamp<int64_t>(now - state.last_restore, 1, 60) / 60.0;
-            }
-            for (size_t i : back) {
-                CurtailJob& j = work[i];
-                const double cur = curtail_job_w_gpu(p, j);
-                // What this step may give back: the room under every scope's
-                // target (so that it does not go over again) and the ramp.
-                double room = allowance < 0 ? 1e18 : allowance - plan.restore_kw;
-                std::string tight;
-                for (Scope& sc : scopes) {
-                    const int g = gpus_in(sc, j);
-                    if (g == 0)
-                        continue;
-                    const double line = sc.out.target_kw;
-                    const double r = (line - draw(sc)) * job_gpus(j) / g;  // whole-job kW this scope allows
-                    if (r < room) {
-                        room = r;
-                        tight = sc.out.name;
-                    }
-                }
-                CurtailAction a;
-                a.job = j.id;
-                a.scope = j.curtailed_for;
-                a.cause = "restore";
-                if (j.suspended) {
-                    CurtailJob resumed = j;
-                    resumed.suspended = false;
-                    const double need = job_gpus(j) * (curtail_job_w_gpu(p, resumed) - cur) / 1000.0;
-                    if (need > room) {
-                        waiting_for_ramp = tight.empty();
-                        break;  // strict reverse order: nothing after it comes back first
-                    }
-                    a.step = CurtailStep::Resume;
-                    a.cap_w = j.cap_w;
-                    a.delta_kw = need;
-                    a.reason = "resumed: power is back under budget";
-                } else {
-                    const double full = uncapped_w(p, j);
-                    const double need = job_gpus(j) * (full - cur) / 1000.0;
-                    if (need <= room) {
-                        a.step = CurtailStep::Uncap;
-                        a.cap_w = 0;
-                        a.delta_kw = need;
-                        a.reason = "cap lifted: power is back under budget";
-                    } else {
-                        const double up = std::floor(room * 1000.0 / std::max(1, job_gpus(j)));
-                        if (up < 10) {
-                            waiting_for_ramp = tight.empty();
-                            break;
-                        }
-                        a.step = CurtailStep::Uncap;
-                        a.cap_w = cur + up;
-                        a.delta_kw = job_gpus(j) * up / 1000.0;
-                        a.reason = "cap raised to " + watts(a.cap_w) + " W (" +
-                                   (tight.empty() ? std::string("RampRateKWPerMin") : "room under " + tight) + ")";
-                    }
-                }
-                apply_curtail_action(j, a, state, p, now);
-                plan.actions.push_back(a);
-                plan.restore_kw += a.delta_kw;
-                plan.restoring = true;
-                if (a.step == CurtailStep::Uncap && a.cap_w > 0)
-                    break;  // partly raised: the rest waits for the next plan
-            }
-            // The ramp accrues only while it is what holds the next step
-            // back: time spent with no room under a target (or nothing to
-            // give back) must not come out later as one burst.
-            if (plan.restoring)
-                state.last_restore = now;
-            else if (!waiting_for_ramp)
-                state.last_restore = back.empty() ? 0 : now;
-            for (Scope& sc : scopes)
-                sc.out.after_kw = draw(sc);
-        }
-
+    void summarize()
+    {
         int caps = 0, stops = 0, back_n = 0;
-        for (const CurtailAction& a : plan.actions) {
+        for (const CurtailAction& a : plan_.actions) {
             if (a.step == CurtailStep::Cap)
                 ++caps;
             else if (a.step == CurtailStep::Suspend || a.step == CurtailStep::Signal || a.step == CurtailStep::Requeue)
@@ -476,18 +563,42 @@ CurtailPlan plan_curtailment(const Model& m, const SignalsView& v, const std::ve
             else
                 ++back_n;
         }
-        for (Scope& sc : scopes)
-            plan.scopes.push_back(sc.out);
-        if (plan.actions.empty())
-            plan.summary = plan.over       ? "over budget, nothing m2g may act on"
-                           : plan.held_back ? "signals feed " + std::string(to_string(v.state)) +
-                                                  " during an event: nothing is given back until it is fresh"
-                                            : "every scope under its target";
+        for (Scope& sc : scopes_)
+            plan_.scopes.push_back(sc.out);
+        if (plan_.actions.empty())
+            plan_.summary = plan_.over       ? "over budget, nothing m2g may act on"
+                            : plan_.held_back ? "signals feed " + std::string(to_string(v_.state)) +
+                                                    " during an event: nothing is given back until it is fresh"
+                                              : "every scope under its target";
         else
-            plan.summary = std::to_string(caps) + " cap(s), " + std::to_string(stops) + " suspend/requeue step(s), " +
-                           std::to_string(back_n) + " restore step(s)";
-        if (plan.short_of_target)
-            plan.summary += "; still over target after every allowed action";
+            plan_.summary = std::to_string(caps) + " cap(s), " + std::to_string(stops) +
+                            " suspend/requeue step(s), " + std::to_string(back_n) + " restore step(s)";
+        if (plan_.short_of_target)
+            plan_.summary += "; still over target after every allowed action";
+    }
+
+    const AdmissionPolicy& p_;
+    const SignalsView& v_;
+    CurtailState& state_;
+    const int64_t now_;
+    std::vector<Scope> scopes_;
+    // The planner's working copy: per-GPU draw and state after the
+    // actions planned so far.
+    std::vector<CurtailJob> work_;
+    std::vector<double> w0_;
+    // Jobs this plan requeues: they leave their GPUs (draw 0 from here on).
+    std::vector<uint8_t> gone_;
+    CurtailPlan plan_;
+};
+
+}  // namespace
+
+CurtailPlan plan_curtailment(const Model& m, const SignalsView& v, const std::vector<CurtailJob>& jobs,
+                             CurtailState& state, int64_t now)
+{
+    CurtailPlan plan;
+    try {
+        plan = Planner(m, v, jobs, state, now).run();
     } catch (const std::exception& e) {
         plan = CurtailPlan{};
         plan.summary = std::string("m2g: internal error: ") + e.what();

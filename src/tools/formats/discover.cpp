@@ -726,23 +726,80 @@ MergeResult write_cluster_conf(std::vector<LayoutHost> hosts, const LayoutOption
     return res;
 }
 
-MergeResult merge_discovery(const std::vector<NodeFacts>& nodes, const Fabric* fabric, const MergeOptions& o)
-{
-    MergeResult res;
-    if (nodes.empty())
-        throw Error("no node facts to merge; give the JSON files `m2g discover node --json` wrote on each node");
-    if (!valid_name(o.cluster_name))
-        throw Error("--cluster-name '" + o.cluster_name + "': expected letters, digits, '-', '_' or '.'");
-    const NameRule rule = parse_name_rule(o.slurm_names);
+namespace {
 
-    // Hosts, Slurm names, in natural order.
-    struct Host {
-        const NodeFacts* f;
-        std::string name;     // Slurm NodeName
-        std::string domain_key;  // cluster UUID + clique, "" none
-        int nics = 0;
-        double nic_gbps = 0;
-    };
+// ---- merge_discovery's steps ----------------------------------------------------
+
+// A host to merge, under its Slurm name.
+struct Host {
+    const NodeFacts* f;
+    std::string name;     // Slurm NodeName
+    std::string domain_key;  // cluster UUID + clique, "" none
+    int nics = 0;
+    double nic_gbps = 0;
+};
+
+// A group of switches in the tree m2g.conf describes.
+struct Sw {
+    std::string name;
+    int level = 0;
+    std::vector<int> children;  // leaves: host indices; above: switch group indices
+    double up_gbps = 0;
+};
+
+// The NVLink domain a host's GPUs are in (cluster UUID + clique), "" none.
+std::string nvlink_domain_key(const NodeFacts& f, std::vector<std::string>& warnings)
+{
+    std::map<std::string, int> keys;
+    for (const GpuFacts& g : f.gpus)
+        if (g.fabric_known && g.fabric_state == "completed" && !g.cluster_uuid.empty())
+            ++keys[g.cluster_uuid + "/" + std::to_string(g.clique_id)];
+    if (keys.size() > 1) {
+        std::string list;
+        for (const auto& [k, n] : keys)
+            list += (list.empty() ? "" : ", ") + k + " (" + std::to_string(n) + " GPUs)";
+        throw Error("host " + f.hostname + ": its GPUs are in " + std::to_string(keys.size()) +
+                    " NVLink cliques (" + list + "); one host belongs to one NVLink domain");
+    }
+    for (const GpuFacts& g : f.gpus)
+        if (keys.empty() && g.fabric_known && (g.fabric_state == "in_progress" || g.fabric_state == "not_started")) {
+            warnings.push_back("host " + f.hostname + ": NVLink fabric registration " + g.fabric_state +
+                               " on " + gpu_label(g) + "; it is left out of any NVLink domain: run "
+                               "discover node again once the fabric manager has finished");
+            break;
+        }
+    return keys.empty() ? std::string() : keys.begin()->first;
+}
+
+// NICs: the compute fabric's ports, up or not (a port down now is a
+// health fact, not a smaller node): InfiniBand ports, or Ethernet
+// (RoCE) ports when the node has no InfiniBand.
+void count_nics(const NodeFacts& f, Host& h)
+{
+    bool has_ib = false;
+    for (const HcaFacts& hca : f.hcas)
+        for (const PortFacts& p : hca.ports)
+            has_ib = has_ib || p.link_layer == "infiniband";
+    std::map<double, int> rates;
+    for (const HcaFacts& hca : f.hcas)
+        for (const PortFacts& p : hca.ports)
+            if (p.link_layer == (has_ib ? "infiniband" : "ethernet")) {
+                ++h.nics;
+                if (p.state == "active" && p.rate_gbps > 0)
+                    ++rates[p.rate_gbps];
+            }
+    int best = 0;
+    for (const auto& [rate, n] : rates)
+        if (n > best || (n == best && rate > h.nic_gbps)) {
+            best = n;
+            h.nic_gbps = rate;
+        }
+}
+
+// Hosts, Slurm names, in natural order.
+std::vector<Host> read_hosts(const std::vector<NodeFacts>& nodes, const NameRule& rule,
+                             std::vector<std::string>& warnings)
+{
     std::vector<Host> hosts;
     std::set<std::string> seen_host, seen_name;
     for (const NodeFacts& f : nodes) {
@@ -757,145 +814,144 @@ MergeResult merge_discovery(const std::vector<NodeFacts>& nodes, const Fabric* f
         if (!seen_name.insert(h.name).second)
             throw Error("host " + f.hostname + ": Slurm name " + h.name + " is already used by another host; "
                         "check --slurm-names");
-        std::map<std::string, int> keys;
-        for (const GpuFacts& g : f.gpus)
-            if (g.fabric_known && g.fabric_state == "completed" && !g.cluster_uuid.empty())
-                ++keys[g.cluster_uuid + "/" + std::to_string(g.clique_id)];
-        if (keys.size() > 1) {
-            std::string list;
-            for (const auto& [k, n] : keys)
-                list += (list.empty() ? "" : ", ") + k + " (" + std::to_string(n) + " GPUs)";
-            throw Error("host " + f.hostname + ": its GPUs are in " + std::to_string(keys.size()) +
-                        " NVLink cliques (" + list + "); one host belongs to one NVLink domain");
-        }
-        if (!keys.empty())
-            h.domain_key = keys.begin()->first;
-        for (const GpuFacts& g : f.gpus)
-            if (keys.empty() && g.fabric_known && (g.fabric_state == "in_progress" || g.fabric_state == "not_started")) {
-                res.warnings.push_back("host " + f.hostname + ": NVLink fabric registration " + g.fabric_state +
-                                       " on " + gpu_label(g) + "; it is left out of any NVLink domain: run "
-                                       "discover node again once the fabric manager has finished");
-                break;
-            }
-        // NICs: the compute fabric's ports, up or not (a port down now is a
-        // health fact, not a smaller node): InfiniBand ports, or Ethernet
-        // (RoCE) ports when the node has no InfiniBand.
-        bool has_ib = false;
-        for (const HcaFacts& hca : f.hcas)
-            for (const PortFacts& p : hca.ports)
-                has_ib = has_ib || p.link_layer == "infiniband";
-        std::map<double, int> rates;
-        for (const HcaFacts& hca : f.hcas)
-            for (const PortFacts& p : hca.ports)
-                if (p.link_layer == (has_ib ? "infiniband" : "ethernet")) {
-                    ++h.nics;
-                    if (p.state == "active" && p.rate_gbps > 0)
-                        ++rates[p.rate_gbps];
-                }
-        int best = 0;
-        for (const auto& [rate, n] : rates)
-            if (n > best || (n == best && rate > h.nic_gbps)) {
-                best = n;
-                h.nic_gbps = rate;
-            }
+        h.domain_key = nvlink_domain_key(f, warnings);
+        count_nics(f, h);
         hosts.push_back(std::move(h));
     }
     std::sort(hosts.begin(), hosts.end(), [](const Host& a, const Host& b) { return natural_less(a.name, b.name); });
+    return hosts;
+}
 
-    // The fabric: each host's leaf, then the switch tree above the leaves.
-    struct Sw {
-        std::string name;
-        int level = 0;
-        std::vector<int> children;  // leaves: host indices; above: switch group indices
-        double up_gbps = 0;
-    };
-    std::vector<int> host_leaf(hosts.size(), -1);   // index into leaves
-    std::vector<std::vector<Sw>> levels;             // levels[0]: leaves, [1]: spines, [2]: cores
-    if (fabric) {
-        std::map<std::string, int> node_by_guid;
-        for (size_t i = 0; i < fabric->nodes.size(); ++i)
-            node_by_guid[fabric->nodes[i].guid] = static_cast<int>(i);
-        // Hosts to their CAs: by HCA node GUID (what ibverbs and the fabric
-        // both see), else by the CA's description (its first word, cut at
-        // the first '.'), which sites set to the host name.
+// The switch tree over the hosts: each host's leaf, and the switch groups
+// level by level.
+struct SwitchTree {
+    std::vector<int> host_leaf;           // index into leaves, -1 none
+    std::vector<std::vector<Sw>> levels;  // levels[0]: leaves, [1]: spines, [2]: cores
+};
+
+// Reads the switch tree from the fabric.
+class TreeReader {
+  public:
+    TreeReader(const Fabric& fabric, const std::vector<Host>& hosts, std::vector<std::string>& warnings)
+        : fabric_(fabric), hosts_(hosts), warnings_(warnings)
+    {
+        tree_.host_leaf.assign(hosts.size(), -1);
+        for (size_t i = 0; i < fabric.nodes.size(); ++i)
+            node_by_guid_[fabric.nodes[i].guid] = static_cast<int>(i);
+    }
+
+    SwitchTree read()
+    {
+        find_host_cas();
+        level_switches();
+        join_levels_above(hang_hosts_on_leaves());
+        return std::move(tree_);
+    }
+
+  private:
+    // The fabric node a link leads to, -1 when it is not in the fabric.
+    int peer(const IbPortLink& l) const
+    {
+        auto p = node_by_guid_.find(l.peer_guid);
+        return p == node_by_guid_.end() ? -1 : p->second;
+    }
+
+    // Hosts to their CAs: by HCA node GUID (what ibverbs and the fabric
+    // both see), else by the CA's description (its first word, cut at
+    // the first '.'), which sites set to the host name.
+    void find_host_cas()
+    {
         std::map<std::string, int> host_by_guid, host_by_name;
-        for (size_t i = 0; i < hosts.size(); ++i) {
-            for (const HcaFacts& hca : hosts[i].f->hcas)
+        for (size_t i = 0; i < hosts_.size(); ++i) {
+            for (const HcaFacts& hca : hosts_[i].f->hcas)
                 if (!hca.node_guid.empty())
                     host_by_guid[lower_guid(hca.node_guid)] = static_cast<int>(i);
-            host_by_name[hosts[i].f->hostname] = static_cast<int>(i);
+            host_by_name[hosts_[i].f->hostname] = static_cast<int>(i);
         }
-        std::vector<std::vector<int>> cas(hosts.size());
-        for (size_t n = 0; n < fabric->nodes.size(); ++n) {
-            const IbNode& ca = fabric->nodes[n];
+        cas_.resize(hosts_.size());
+        for (size_t n = 0; n < fabric_.nodes.size(); ++n) {
+            const IbNode& ca = fabric_.nodes[n];
             if (ca.is_switch)
                 continue;
             auto g = host_by_guid.find(lower_guid(ca.guid));
             if (g != host_by_guid.end()) {
-                cas[g->second].push_back(static_cast<int>(n));
+                cas_[g->second].push_back(static_cast<int>(n));
                 continue;
             }
             const std::string shortname = ca.name.substr(0, ca.name.find('.'));
             auto h = host_by_name.find(shortname);
             if (!shortname.empty() && h != host_by_name.end())
-                cas[h->second].push_back(static_cast<int>(n));
+                cas_[h->second].push_back(static_cast<int>(n));
         }
-        // Levels from our hosts up: 1 for switches cabled to their CAs, k+1
-        // for switches cabled to level k. Above level 2 a switch with hosts
-        // of its own is a leaf whose hosts we were not given, not a core.
-        std::vector<int> level(fabric->nodes.size(), 0);
+    }
+
+    bool has_host_cas(int sw) const
+    {
+        for (const IbPortLink& l : fabric_.nodes[sw].links) {
+            const int p = peer(l);
+            if (p >= 0 && !fabric_.nodes[p].is_switch && !fabric_.nodes[p].name.empty())
+                return true;
+        }
+        return false;
+    }
+
+    // Levels from our hosts up: 1 for switches cabled to their CAs, k+1
+    // for switches cabled to level k. Above level 2 a switch with hosts
+    // of its own is a leaf whose hosts we were not given, not a core.
+    void level_switches()
+    {
+        level_.assign(fabric_.nodes.size(), 0);
         std::vector<int> frontier;
-        for (size_t i = 0; i < hosts.size(); ++i)
-            for (int ca : cas[i])
-                for (const IbPortLink& l : fabric->nodes[ca].links) {
-                    auto p = node_by_guid.find(l.peer_guid);
-                    if (p != node_by_guid.end() && fabric->nodes[p->second].is_switch && !level[p->second]) {
-                        level[p->second] = 1;
-                        frontier.push_back(p->second);
+        for (size_t i = 0; i < hosts_.size(); ++i)
+            for (int ca : cas_[i])
+                for (const IbPortLink& l : fabric_.nodes[ca].links) {
+                    const int p = peer(l);
+                    if (p >= 0 && fabric_.nodes[p].is_switch && !level_[p]) {
+                        level_[p] = 1;
+                        frontier.push_back(p);
                     }
                 }
-        auto has_host_cas = [&](int sw) {
-            for (const IbPortLink& l : fabric->nodes[sw].links) {
-                auto p = node_by_guid.find(l.peer_guid);
-                if (p != node_by_guid.end() && !fabric->nodes[p->second].is_switch && !fabric->nodes[p->second].name.empty())
-                    return true;
-            }
-            return false;
-        };
         for (int k = 1; !frontier.empty(); ++k) {
             std::vector<int> next;
             for (int sw : frontier)
-                for (const IbPortLink& l : fabric->nodes[sw].links) {
-                    auto p = node_by_guid.find(l.peer_guid);
-                    if (p == node_by_guid.end() || !fabric->nodes[p->second].is_switch || level[p->second])
+                for (const IbPortLink& l : fabric_.nodes[sw].links) {
+                    const int p = peer(l);
+                    if (p < 0 || !fabric_.nodes[p].is_switch || level_[p])
                         continue;
-                    if (k + 1 > 2 && has_host_cas(p->second))
+                    if (k + 1 > 2 && has_host_cas(p))
                         continue;
-                    level[p->second] = k + 1;
-                    next.push_back(p->second);
+                    level_[p] = k + 1;
+                    next.push_back(p);
                 }
             frontier = std::move(next);
         }
-        auto level_of = [&](int n) { return n >= 0 && n < static_cast<int>(level.size()) ? level[n] : 0; };
-        // Leaves: fabric switch index -> leaf index.
+    }
+
+    int level_of(int n) const { return n >= 0 && n < static_cast<int>(level_.size()) ? level_[n] : 0; }
+
+    // Leaves: each host under the leaf switch with most of its links.
+    // Returns fabric switch index -> leaf index.
+    std::map<int, int> hang_hosts_on_leaves()
+    {
         std::map<int, int> leaf_index;
+        std::vector<std::vector<Sw>>& levels = tree_.levels;
         levels.emplace_back();
-        for (size_t i = 0; i < hosts.size(); ++i) {
-            if (cas[i].empty()) {
-                res.warnings.push_back("host " + hosts[i].f->hostname + " has no HCA in the fabric (matched by HCA "
-                                       "node GUID, else by a CA description starting with the host name); it is "
-                                       "under no switch in m2g.conf");
+        for (size_t i = 0; i < hosts_.size(); ++i) {
+            if (cas_[i].empty()) {
+                warnings_.push_back("host " + hosts_[i].f->hostname + " has no HCA in the fabric (matched by HCA "
+                                    "node GUID, else by a CA description starting with the host name); it is "
+                                    "under no switch in m2g.conf");
                 continue;
             }
             std::map<int, int> count;  // fabric leaf switch -> links
-            for (int ca : cas[i])
-                for (const IbPortLink& l : fabric->nodes[ca].links) {
-                    auto p = node_by_guid.find(l.peer_guid);
-                    if (p != node_by_guid.end() && fabric->nodes[p->second].is_switch && level_of(p->second) == 1)
-                        ++count[p->second];
+            for (int ca : cas_[i])
+                for (const IbPortLink& l : fabric_.nodes[ca].links) {
+                    const int p = peer(l);
+                    if (p >= 0 && fabric_.nodes[p].is_switch && level_of(p) == 1)
+                        ++count[p];
                 }
             if (count.empty()) {
-                res.warnings.push_back("host " + hosts[i].f->hostname + " is cabled to no leaf switch");
+                warnings_.push_back("host " + hosts_[i].f->hostname + " is cabled to no leaf switch");
                 continue;
             }
             int best = -1, n = 0;
@@ -905,84 +961,114 @@ MergeResult merge_discovery(const std::vector<NodeFacts>& nodes, const Fabric* f
                     n = c;
                 }
             if (count.size() > 1)
-                res.warnings.push_back("host " + hosts[i].f->hostname + " is cabled to " +
-                                       std::to_string(count.size()) + " leaf switches (rail-optimised?); m2g.conf "
-                                       "puts it under " + switch_name(fabric->nodes[best].name) +
-                                       ", the one with most of its links");
+                warnings_.push_back("host " + hosts_[i].f->hostname + " is cabled to " +
+                                    std::to_string(count.size()) + " leaf switches (rail-optimised?); m2g.conf "
+                                    "puts it under " + switch_name(fabric_.nodes[best].name) +
+                                    ", the one with most of its links");
             auto [lit, added] = leaf_index.emplace(best, static_cast<int>(levels[0].size()));
             if (added)
-                levels[0].push_back(Sw{switch_name(fabric->nodes[best].name), 1, {}, 0});
-            host_leaf[i] = lit->second;
+                levels[0].push_back(Sw{switch_name(fabric_.nodes[best].name), 1, {}, 0});
+            tree_.host_leaf[i] = lit->second;
             levels[0][lit->second].children.push_back(static_cast<int>(i));
         }
-        // Levels above: switches of level k+1 linked to groups of level k;
-        // those sharing a child are joined into one group (a fat tree's
-        // spines all reach every leaf: Slurm's tree model has one parent).
-        std::vector<std::map<int, int>> member;  // per level: fabric switch -> group index
-        member.push_back(leaf_index);
+        return leaf_index;
+    }
+
+    // Levels above: switches of level k+1 linked to groups of level k;
+    // those sharing a child are joined into one group (a fat tree's
+    // spines all reach every leaf: Slurm's tree model has one parent).
+    // `below`: the leaves' fabric switch -> group index.
+    void join_levels_above(std::map<int, int> below)
+    {
         for (int lvl = 2;; ++lvl) {
-            const std::map<int, int>& below = member.back();
-            // Union-find over the upper switches through shared children.
-            std::map<int, std::set<int>> up_children;  // upper fabric switch -> lower groups
-            std::map<int, double> group_up;            // lower group -> uplink Gb/s
-            for (const auto& [sw, grp] : below)
-                for (const IbPortLink& l : fabric->nodes[sw].links) {
-                    auto p = node_by_guid.find(l.peer_guid);
-                    if (p == node_by_guid.end() || level_of(p->second) != lvl)
-                        continue;
-                    up_children[p->second].insert(grp);
-                    group_up[grp] += l.rate_gbps;
-                }
-            for (auto& [grp, gbps] : group_up)
-                levels.back()[grp].up_gbps = gbps;
+            const std::map<int, std::set<int>> up_children = uplinks(below, lvl);
             if (up_children.empty())
                 break;
-            std::map<int, int> parent;  // upper switch -> representative
-            std::function<int(int)> find = [&](int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); };
-            for (const auto& [sw, kids] : up_children)
-                parent[sw] = sw;
-            std::map<int, int> owner;  // lower group -> first upper switch seen
-            for (const auto& [sw, kids] : up_children)
-                for (int k : kids) {
-                    auto [it, fresh] = owner.emplace(k, sw);
-                    if (!fresh)
-                        parent[find(sw)] = find(it->second);
-                }
-            std::map<int, int> group_of_root;
-            std::map<int, int> next;
-            std::vector<Sw> upper;
-            std::map<int, std::vector<std::string>> joined;
-            for (const auto& [sw, kids] : up_children) {
-                const int root = find(sw);
-                auto [it, fresh] = group_of_root.emplace(root, static_cast<int>(upper.size()));
-                if (fresh)
-                    upper.push_back(Sw{switch_name(fabric->nodes[sw].name), lvl, {}, 0});
-                next[sw] = it->second;
-                joined[it->second].push_back(switch_name(fabric->nodes[sw].name));
-                for (int k : kids)
-                    if (std::find(upper[it->second].children.begin(), upper[it->second].children.end(), k) ==
-                        upper[it->second].children.end())
-                        upper[it->second].children.push_back(k);
-            }
-            for (auto& [g, names] : joined)
-                if (names.size() > 1) {
-                    std::sort(names.begin(), names.end(), natural_less);
-                    upper[g].name = names.front();
-                    std::string list;
-                    for (const std::string& n : names)
-                        list += (list.empty() ? "" : ", ") + n;
-                    res.warnings.push_back("switches " + list + " share the switches below them (a fat tree); "
-                                           "m2g.conf, like Slurm's topology/tree, joins them as " + names.front());
-                }
-            levels.push_back(std::move(upper));
-            member.push_back(std::move(next));
-            if (levels.back().size() <= 1)
+            below = join_upper(lvl, up_children);
+            if (tree_.levels.back().size() <= 1)
                 break;
         }
     }
 
-    // Each host's path up the switch tree: its leaf, then each group above.
-    std::vector<std::vector<int>> up_group(levels.size());  // per level: group -> parent group (-1 none)
+    // The switches of level `lvl` above the top level's groups (`below`:
+    // fabric switch -> group index), each with the groups it reaches; sets
+    // each of those groups' uplink Gb/s.
+    std::map<int, std::set<int>> uplinks(const std::map<int, int>& below, int lvl)
+    {
+        std::map<int, std::set<int>> up_children;  // upper fabric switch -> lower groups
+        std::map<int, double> group_up;            // lower group -> uplink Gb/s
+        for (const auto& [sw, grp] : below)
+            for (const IbPortLink& l : fabric_.nodes[sw].links) {
+                const int p = peer(l);
+                if (p < 0 || level_of(p) != lvl)
+                    continue;
+                up_children[p].insert(grp);
+                group_up[grp] += l.rate_gbps;
+            }
+        for (auto& [grp, gbps] : group_up)
+            tree_.levels.back()[grp].up_gbps = gbps;
+        return up_children;
+    }
+
+    // The groups of level `lvl`, added to the tree; returns its fabric
+    // switch -> group index.
+    std::map<int, int> join_upper(int lvl, const std::map<int, std::set<int>>& up_children)
+    {
+        // Union-find over the upper switches through shared children.
+        std::map<int, int> parent;  // upper switch -> representative
+        std::function<int(int)> find = [&](int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); };
+        for (const auto& [sw, kids] : up_children)
+            parent[sw] = sw;
+        std::map<int, int> owner;  // lower group -> first upper switch seen
+        for (const auto& [sw, kids] : up_children)
+            for (int k : kids) {
+                auto [it, fresh] = owner.emplace(k, sw);
+                if (!fresh)
+                    parent[find(sw)] = find(it->second);
+            }
+        std::map<int, int> group_of_root;
+        std::map<int, int> next;
+        std::vector<Sw> upper;
+        std::map<int, std::vector<std::string>> joined;
+        for (const auto& [sw, kids] : up_children) {
+            const int root = find(sw);
+            auto [it, fresh] = group_of_root.emplace(root, static_cast<int>(upper.size()));
+            if (fresh)
+                upper.push_back(Sw{switch_name(fabric_.nodes[sw].name), lvl, {}, 0});
+            next[sw] = it->second;
+            joined[it->second].push_back(switch_name(fabric_.nodes[sw].name));
+            for (int k : kids)
+                if (std::find(upper[it->second].children.begin(), upper[it->second].children.end(), k) ==
+                    upper[it->second].children.end())
+                    upper[it->second].children.push_back(k);
+        }
+        for (auto& [g, names] : joined)
+            if (names.size() > 1) {
+                std::sort(names.begin(), names.end(), natural_less);
+                upper[g].name = names.front();
+                std::string list;
+                for (const std::string& n : names)
+                    list += (list.empty() ? "" : ", ") + n;
+                warnings_.push_back("switches " + list + " share the switches below them (a fat tree); "
+                                    "m2g.conf, like Slurm's topology/tree, joins them as " + names.front());
+            }
+        tree_.levels.push_back(std::move(upper));
+        return next;
+    }
+
+    const Fabric& fabric_;
+    const std::vector<Host>& hosts_;
+    std::vector<std::string>& warnings_;
+    std::map<std::string, int> node_by_guid_;
+    std::vector<std::vector<int>> cas_;  // per host: its CAs' fabric node indices
+    std::vector<int> level_;             // per fabric node: 1 leaf, 2 above... 0 none
+    SwitchTree tree_;
+};
+
+// Per level: group -> parent group (-1 none).
+std::vector<std::vector<int>> parent_groups(const std::vector<std::vector<Sw>>& levels)
+{
+    std::vector<std::vector<int>> up_group(levels.size());
     for (size_t l = 0; l + 1 < levels.size(); ++l) {
         up_group[l].assign(levels[l].size(), -1);
         for (size_t g = 0; g < levels[l + 1].size(); ++g)
@@ -990,7 +1076,12 @@ MergeResult merge_discovery(const std::vector<NodeFacts>& nodes, const Fabric* f
                 if (up_group[l][k] < 0)
                     up_group[l][k] = static_cast<int>(g);
     }
-    // Switch names that collide with a host get a suffix.
+    return up_group;
+}
+
+// Switch names that collide with a host get a suffix.
+void name_switches_apart(std::vector<std::vector<Sw>>& levels, const std::vector<Host>& hosts)
+{
     std::set<std::string> used;
     for (const Host& h : hosts)
         used.insert(h.name);
@@ -1004,13 +1095,25 @@ MergeResult merge_discovery(const std::vector<NodeFacts>& nodes, const Fabric* f
             sw.name = n;
             used.insert(n);
         }
+}
+
+LayoutOptions layout_options(const MergeOptions& o, size_t node_count, bool with_fabric,
+                             const std::vector<std::vector<Sw>>& levels)
+{
     LayoutOptions lo;
     lo.cluster_name = o.cluster_name;
-    lo.header = "# m2g.conf written by `m2g discover merge` from " + std::to_string(nodes.size()) + " node" +
-                (nodes.size() == 1 ? "" : "s") + (fabric ? " and the ibnetdiscover fabric" : "") + ".\n";
+    lo.header = "# m2g.conf written by `m2g discover merge` from " + std::to_string(node_count) + " node" +
+                (node_count == 1 ? "" : "s") + (with_fabric ? " and the ibnetdiscover fabric" : "") + ".\n";
     for (const auto& lvl : levels)
         for (const Sw& sw : lvl)
             lo.uplink_gbps[sw.name] = sw.up_gbps;
+    return lo;
+}
+
+std::vector<LayoutHost> layout_hosts(const std::vector<Host>& hosts, const SwitchTree& tree,
+                                     const std::vector<std::vector<int>>& up_group)
+{
+    const std::vector<std::vector<Sw>>& levels = tree.levels;
     std::vector<LayoutHost> layout;
     for (size_t i = 0; i < hosts.size(); ++i) {
         LayoutHost lh;
@@ -1023,13 +1126,36 @@ MergeResult merge_discovery(const std::vector<NodeFacts>& nodes, const Fabric* f
             lh.domain_note = "cluster UUID/clique " + lh.domain_key;
         for (const GpuFacts& g : hosts[i].f->gpus)
             lh.nvlink_gbps = std::max(lh.nvlink_gbps, g.nvlink_gbps);
-        for (int g = host_leaf[i], l = 0; g >= 0 && l < static_cast<int>(levels.size()); ++l) {
+        for (int g = tree.host_leaf[i], l = 0; g >= 0 && l < static_cast<int>(levels.size()); ++l) {
             lh.path.push_back(levels[l][g].name);
             g = l < static_cast<int>(up_group.size()) && g < static_cast<int>(up_group[l].size()) ? up_group[l][g] : -1;
         }
         layout.push_back(std::move(lh));
     }
-    MergeResult out = write_cluster_conf(std::move(layout), lo);
+    return layout;
+}
+
+}  // namespace
+
+MergeResult merge_discovery(const std::vector<NodeFacts>& nodes, const Fabric* fabric, const MergeOptions& o)
+{
+    MergeResult res;
+    if (nodes.empty())
+        throw Error("no node facts to merge; give the JSON files `m2g discover node --json` wrote on each node");
+    if (!valid_name(o.cluster_name))
+        throw Error("--cluster-name '" + o.cluster_name + "': expected letters, digits, '-', '_' or '.'");
+    const NameRule rule = parse_name_rule(o.slurm_names);
+
+    const std::vector<Host> hosts = read_hosts(nodes, rule, res.warnings);
+    // The fabric: each host's leaf, then the switch tree above the leaves.
+    SwitchTree tree{std::vector<int>(hosts.size(), -1), {}};
+    if (fabric)
+        tree = TreeReader(*fabric, hosts, res.warnings).read();
+    // Each host's path up the switch tree: its leaf, then each group above.
+    const std::vector<std::vector<int>> up_group = parent_groups(tree.levels);
+    name_switches_apart(tree.levels, hosts);
+    const LayoutOptions lo = layout_options(o, nodes.size(), fabric != nullptr, tree.levels);
+    MergeResult out = write_cluster_conf(layout_hosts(hosts, tree, up_group), lo);
     res.warnings.insert(res.warnings.end(), out.warnings.begin(), out.warnings.end());
     res.conf = std::move(out.conf);
     return res;
