@@ -63,6 +63,8 @@
 #include "core/base/keys.hpp"
 #include "core/model/span.hpp"
 #include "tools/reports/status.hpp"
+#include "tools/reports/explain.hpp"
+#include "tools/reports/energy.hpp"
 #include "slurmapi/slurm_view.hpp"
 #include "cli/plot.hpp"
 
