@@ -65,6 +65,7 @@
 #include "tools/reports/status.hpp"
 #include "tools/reports/explain.hpp"
 #include "tools/reports/energy.hpp"
+#include "tools/reports/signals_report.hpp"
 #include "slurmapi/slurm_view.hpp"
 #include "cli/plot.hpp"
 

@@ -8,6 +8,8 @@
 //   status.cpp             the cluster now (`m2g status`, m2g-exporter)
 //   explain.cpp            why a job is where it is (`m2g explain`)
 //   energy.cpp             a job's GPU-hours, energy and cost (`m2g job`)
+// (signals_report.cpp, `m2g signals show`, writes the feed's numbers as the
+// feed does and needs none of this.)
 #pragma once
 
 #include <json-c/json.h>
