@@ -95,40 +95,6 @@ std::string plural(size_t n, const std::string& one, const std::string& many)
     return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-// `m2g signals validate`: one line of counts for a good feed.
-std::string summarize_feed(const m2g::Signals& s, int64_t now)
-{
-    const int64_t age = now - s.generated_at;
-    std::string out = "generated " + m2g::format_utc(s.generated_at) + " (" +
-                      (age >= 0 ? std::to_string(age) + " s ago" : std::to_string(-age) + " s in the future") + ")";
-    out += ", " + plural(s.events.size(), "event", "events") + " (" +
-           std::to_string(m2g::active_events(&s, now).size()) + " active)";
-    size_t mw_active = 0;
-    for (const auto& w : s.maintenance)
-        mw_active += w.start <= now && now < w.end;
-    out += ", " + plural(s.maintenance.size(), "maintenance window", "maintenance windows") + " (" +
-           std::to_string(mw_active) + " active)";
-    size_t thermal = 0;
-    for (const auto& t : s.thermal)
-        thermal += t.known;
-    out += ", " + plural(thermal, "thermal reading", "thermal readings");
-    std::vector<std::string> health;
-    auto count = [](const std::vector<uint8_t>& v) { return static_cast<size_t>(std::count(v.begin(), v.end(), 1)); };
-    if (size_t n = count(s.health.node_degraded))
-        health.push_back(std::to_string(n) + " degraded");
-    if (size_t n = count(s.node_down))
-        health.push_back(std::to_string(n) + " down");
-    if (size_t n = count(s.health.domain_nvlink_fault))
-        health.push_back(plural(n, "NVLink fault", "NVLink faults"));
-    if (!s.links_down.empty())
-        health.push_back(plural(s.links_down.size(), "link down", "links down"));
-    std::string h;
-    for (const auto& x : health)
-        h += (h.empty() ? "" : ", ") + x;
-    out += ", health: " + (h.empty() ? std::string("nothing reported") : h);
-    return out;
-}
-
 // A core JSON object with "from" (and "path", when given: null when empty)
 // added: where the command read what it reports.
 std::string with_from(const std::string& body, const std::string& from, const char* writer,
@@ -695,7 +661,7 @@ int main(int argc, char** argv)
             const m2g::AdmissionPolicy& ap = m.admission;
             if (*svalidate) {
                 const m2g::Signals s = m2g::parse_signals(m2g::read_text_file(feed_file), feed_file, m, now);
-                std::cout << feed_file << ": ok: " << summarize_feed(s, now) << "\n";
+                std::cout << feed_file << ": ok: " << m2g::summarize_feed(s, now) << "\n";
                 if (now - s.generated_at > ap.signals_ttl_sec)
                     std::cerr << "m2g: warning: " << feed_file << ": generated " << now - s.generated_at
                               << " s ago, more than SignalsTTLSec=" << ap.signals_ttl_sec

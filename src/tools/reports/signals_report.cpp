@@ -337,4 +337,39 @@ std::string format_signals(const Model& m, const SignalsView& v, int64_t now, bo
     return out.str();
 }
 
+// ---- m2g signals validate ------------------------------------------------------
+
+std::string summarize_feed(const Signals& s, int64_t now)
+{
+    const int64_t age = now - s.generated_at;
+    std::string out = "generated " + format_utc(s.generated_at) + " (" +
+                      (age >= 0 ? std::to_string(age) + " s ago" : std::to_string(-age) + " s in the future") + ")";
+    out += ", " + plural(s.events.size(), "event", "events") + " (" +
+           std::to_string(active_events(&s, now).size()) + " active)";
+    size_t mw_active = 0;
+    for (const auto& w : s.maintenance)
+        mw_active += w.start <= now && now < w.end;
+    out += ", " + plural(s.maintenance.size(), "maintenance window", "maintenance windows") + " (" +
+           std::to_string(mw_active) + " active)";
+    size_t thermal = 0;
+    for (const auto& t : s.thermal)
+        thermal += t.known;
+    out += ", " + plural(thermal, "thermal reading", "thermal readings");
+    std::vector<std::string> health;
+    const HealthCounts c = health_counts(s);
+    if (c.degraded > 0)
+        health.push_back(std::to_string(c.degraded) + " degraded");
+    if (c.down > 0)
+        health.push_back(std::to_string(c.down) + " down");
+    if (c.nvlink_fault > 0)
+        health.push_back(plural(static_cast<size_t>(c.nvlink_fault), "NVLink fault", "NVLink faults"));
+    if (c.links_down > 0)
+        health.push_back(plural(static_cast<size_t>(c.links_down), "link down", "links down"));
+    std::string h;
+    for (const auto& x : health)
+        h += (h.empty() ? "" : ", ") + x;
+    out += ", health: " + (h.empty() ? std::string("nothing reported") : h);
+    return out;
+}
+
 }  // namespace m2g
