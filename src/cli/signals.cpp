@@ -17,44 +17,11 @@
 #include "core/base/source.hpp"
 #include "core/model/config.hpp"
 #include "core/power/signals.hpp"
+#include "tools/reports/signals_report.hpp"
 
 namespace m2g {
 namespace cli {
 namespace {
-
-// `m2g signals validate`: one line of counts for a good feed.
-std::string summarize_feed(const Signals& s, int64_t now)
-{
-    const int64_t age = now - s.generated_at;
-    std::string out = "generated " + format_utc(s.generated_at) + " (" +
-                      (age >= 0 ? std::to_string(age) + " s ago" : std::to_string(-age) + " s in the future") + ")";
-    out += ", " + plural(s.events.size(), "event", "events") + " (" + std::to_string(active_events(&s, now).size()) +
-           " active)";
-    size_t mw_active = 0;
-    for (const auto& w : s.maintenance)
-        mw_active += w.start <= now && now < w.end;
-    out += ", " + plural(s.maintenance.size(), "maintenance window", "maintenance windows") + " (" +
-           std::to_string(mw_active) + " active)";
-    size_t thermal = 0;
-    for (const auto& t : s.thermal)
-        thermal += t.known;
-    out += ", " + plural(thermal, "thermal reading", "thermal readings");
-    std::vector<std::string> health;
-    auto count = [](const std::vector<uint8_t>& v) { return static_cast<size_t>(std::count(v.begin(), v.end(), 1)); };
-    if (size_t n = count(s.health.node_degraded))
-        health.push_back(std::to_string(n) + " degraded");
-    if (size_t n = count(s.node_down))
-        health.push_back(std::to_string(n) + " down");
-    if (size_t n = count(s.health.domain_nvlink_fault))
-        health.push_back(plural(n, "NVLink fault", "NVLink faults"));
-    if (!s.links_down.empty())
-        health.push_back(plural(s.links_down.size(), "link down", "links down"));
-    std::string h;
-    for (const auto& x : health)
-        h += (h.empty() ? "" : ", ") + x;
-    out += ", health: " + (h.empty() ? std::string("nothing reported") : h);
-    return out;
-}
 
 // The options of both subcommands (only one is parsed), and which one that is.
 struct SignalsArgs {

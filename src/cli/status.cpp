@@ -16,6 +16,8 @@
 #include "core/base/error.hpp"
 #include "core/model/config.hpp"
 #include "slurmapi/slurm_view.hpp"
+#include "tools/reports/energy.hpp"
+#include "tools/reports/explain.hpp"
 #include "tools/reports/status.hpp"
 
 namespace m2g {

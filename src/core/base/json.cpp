@@ -25,6 +25,11 @@ json_object* json_member(json_object* o, const char* key)
     return o && json_object_object_get_ex(o, key, &v) ? v : nullptr;
 }
 
+std::string json_string_text(json_object* v)
+{
+    return std::string(json_object_get_string(v), static_cast<size_t>(json_object_get_string_len(v)));
+}
+
 std::string json_string_at(json_object* o, const char* key, const std::string& what, const std::string& path)
 {
     json_object* v = json_member(o, key);

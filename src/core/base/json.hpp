@@ -23,6 +23,10 @@ JsonPtr json_parse_object(const std::string& text, const std::string& what);
 // o[key], or null when o is null or has no such member.
 json_object* json_member(json_object* o, const char* key);
 
+// A JSON string's text, all of it: json_object_get_string() alone stops at
+// an embedded "\u0000". `v` must be a string.
+std::string json_string_text(json_object* v);
+
 // o[key] as a string: "" when absent or null; ParseError
 // "<what>: <path><key>: expected a string" when it is another type.
 std::string json_string_at(json_object* o, const char* key, const std::string& what, const std::string& path);

@@ -1,21 +1,17 @@
-// m2g core: the live signals feed (doc/signals.md). Parsing is strict and
-// says where a feed is wrong; SignalFeed keeps the scheduler working on the
-// last good snapshot (or the configured fail-safe) whatever the file does.
+// m2g core: the live signals feed's data (doc/signals.md): the strict
+// parser, which says where a feed is wrong and what is accepted, and the
+// budgets the feed and m2g.conf give a scope at a time. SignalFeed, which
+// keeps the scheduler working on the last good snapshot whatever the file
+// does, is feed.cpp; both are declared in signals.hpp.
 #include "core/power/signals.hpp"
 
 #include "core/base/time.hpp"
 
-#include <fcntl.h>
 #include <json-c/json.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <initializer_list>
@@ -25,6 +21,7 @@
 #include "core/model/config.hpp"  // read_text_file
 #include "core/base/error.hpp"
 #include "core/base/hostlist.hpp"
+#include "core/base/json.hpp"
 #include "core/base/keys.hpp"
 
 namespace m2g {
@@ -34,32 +31,12 @@ namespace {
 // generated_at may be this far ahead of our clock (clock skew) before the
 // feed is rejected.
 constexpr int64_t kMaxFutureSkew = 300;
-// A feed larger than this is refused without reading it.
-constexpr int64_t kMaxFeedBytes = int64_t{64} << 20;
-
-struct JsonDeleter {
-    void operator()(json_object* o) const { json_object_put(o); }
-};
-using JsonPtr = std::unique_ptr<json_object, JsonDeleter>;
 
 std::string num(double v)
 {
     std::ostringstream ss;
     ss << v;
     return ss.str();
-}
-
-std::string describe_duration(int64_t s)
-{
-    if (s < 0)
-        s = -s;
-    if (s < 120)
-        return std::to_string(s) + " s";
-    if (s < 7200)
-        return std::to_string(s / 60) + " min";
-    if (s < 172800)
-        return std::to_string(s / 3600) + " h " + std::to_string(s % 3600 / 60) + " min";
-    return std::to_string(s / 86400) + " d " + std::to_string(s % 86400 / 3600) + " h";
 }
 
 // ---- the feed parser -----------------------------------------------------------
@@ -99,11 +76,6 @@ std::string join(std::initializer_list<const char*> keys)
 bool vendor_key(const char* key)
 {
     return std::strncmp(key, kw::kSigVendorPrefix, std::strlen(kw::kSigVendorPrefix)) == 0;
-}
-
-std::string jstr(json_object* v)
-{
-    return std::string(json_object_get_string(v), static_cast<size_t>(json_object_get_string_len(v)));
 }
 
 class FeedParser {
@@ -192,7 +164,7 @@ std::string FeedParser::string_value(json_object* v, const std::string& path, bo
 {
     if (!json_object_is_type(v, json_type_string))
         expected(path, non_empty ? "a non-empty string" : "a string", v);
-    std::string s = jstr(v);
+    std::string s = json_string_text(v);
     if (non_empty && s.empty())
         fail(path, "must not be empty");
     return s;
@@ -209,7 +181,7 @@ int64_t FeedParser::time_value(json_object* v, const std::string& path) const
     }
     if (!json_object_is_type(v, json_type_string))
         expected(path, "a time: an RFC 3339 string (\"2026-11-29T21:00:00Z\") or epoch seconds as an integer", v);
-    const std::string s = jstr(v);
+    const std::string s = json_string_text(v);
     if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos)
         fail(path, "\"" + s + "\": epoch seconds must be a JSON integer, not a string");
     int64_t t = 0;
@@ -223,7 +195,7 @@ std::vector<std::string> FeedParser::hostlist(json_object* v, const std::string&
 {
     if (!json_object_is_type(v, json_type_string))
         expected(path, std::string("a string holding a hostlist of ") + of + ", e.g. \"r01n[01-04]\"", v);
-    const std::string s = jstr(v);
+    const std::string s = json_string_text(v);
     try {
         return hostlist_expand(s);
     } catch (const ParseError& e) {
@@ -550,8 +522,9 @@ Signals FeedParser::parse(const std::string& text)
         fail(kw::kSigSchema, std::string("missing; the first key of a feed is \"schema\": \"") + kw::kSigSchemaV1 + "\"");
     if (!json_object_is_type(schema, json_type_string))
         expected(kw::kSigSchema, std::string("the string \"") + kw::kSigSchemaV1 + "\"", schema);
-    if (jstr(schema) != kw::kSigSchemaV1)
-        fail(kw::kSigSchema, "\"" + jstr(schema) + "\" is not supported; accepted: \"" + kw::kSigSchemaV1 + "\"");
+    if (json_string_text(schema) != kw::kSigSchemaV1)
+        fail(kw::kSigSchema,
+             "\"" + json_string_text(schema) + "\" is not supported; accepted: \"" + kw::kSigSchemaV1 + "\"");
     check_keys(o, "",
                {kw::kSigSchema, kw::kSigGeneratedAt, kw::kSigSource, kw::kSigPower, kw::kSigThermal, kw::kSigEvents,
                 kw::kSigMaintenance, kw::kSigHealth});
@@ -583,80 +556,6 @@ Signals FeedParser::parse(const std::string& text)
     return s;
 }
 
-// ---- views -------------------------------------------------------------------
-
-std::string failsafe_effect(FailSafe f, bool have_snap)
-{
-    const std::string head = std::string("fail-safe ") + to_string(f) + ": ";
-    switch (f) {
-    case FailSafe::Last:
-        return head + (have_snap ? "using it" : "no snapshot to use, no power policy");
-    case FailSafe::Open:
-        return head + "no power policy";
-    case FailSafe::Defer:
-        return head + "deferrable work waits";
-    }
-    return head;
-}
-
-// The one rule behind SignalFeed::view() and read_feed_status(). `file` is
-// what the last look at the file found: Fresh (it parsed), Corrupt, Missing.
-SignalsView build_view(const std::string& path, int ttl, FailSafe fs, const std::shared_ptr<const Signals>& snap,
-                       FeedState file, const std::string& error, int64_t corrupt_since, int64_t now)
-{
-    SignalsView v;
-    if (path.empty()) {
-        v.detail = "not configured: no SignalsFile= in m2g.conf; budgets from m2g.conf only";
-        return v;
-    }
-    const int64_t age = snap ? std::max<int64_t>(0, now - snap->generated_at) : -1;
-    const bool fresh = snap && age <= ttl;
-    // A feed that disappears is a fail-safe case at once (the agent is gone
-    // or removed it on purpose); a corrupt one keeps its last good snapshot
-    // while that is fresh (a half-written file is a glitch).
-    const bool gone = file == FeedState::Missing;
-    v.failsafe = !fresh || gone;
-    v.state = fresh ? file : (file == FeedState::Fresh ? FeedState::Stale : file);
-    v.snap = snap;
-    v.age_s = age;
-    if (v.failsafe) {
-        if (fs == FailSafe::Open) {
-            v.snap = nullptr;
-            v.age_s = -1;
-        } else if (fs == FailSafe::Defer) {
-            v.hold = true;
-        }
-    }
-    std::string tail;
-    if (fresh && !gone)
-        tail = "using the last good snapshot (" + std::to_string(age) + " s old)";
-    else if (gone && fresh)
-        tail = "last good snapshot is " + std::to_string(age) + " s old; " + failsafe_effect(fs, true);
-    else if (snap)
-        tail = "last good snapshot is " + std::to_string(age) + " s old (TTL " + std::to_string(ttl) + " s); " +
-               failsafe_effect(fs, true);
-    else
-        tail = "no good snapshot yet; " + failsafe_effect(fs, false);
-    switch (v.state) {
-    case FeedState::Fresh:
-        v.detail = "fresh: generated " + format_utc(snap->generated_at) + " (" + std::to_string(age) + " s ago)" +
-                   (snap->source.empty() ? "" : " by " + snap->source);
-        break;
-    case FeedState::Stale:
-        v.detail = "stale: " + tail;
-        break;
-    case FeedState::Missing:
-        v.detail = "missing: " + (error.empty() ? path + ": not read yet" : error) + "; " + tail;
-        break;
-    case FeedState::Corrupt:
-        v.detail = "corrupt since " + format_utc(corrupt_since) + ": " + error + "; " + tail;
-        break;
-    case FeedState::NotConfigured:
-        break;
-    }
-    return v;
-}
-
 }  // namespace
 
 // ---- public functions ----------------------------------------------------------
@@ -676,23 +575,6 @@ const char* to_string(ThermalState s)
     return "ok";
 }
 
-const char* to_string(FeedState s)
-{
-    switch (s) {
-    case FeedState::NotConfigured:
-        return "not_configured";
-    case FeedState::Fresh:
-        return "fresh";
-    case FeedState::Stale:
-        return "stale";
-    case FeedState::Missing:
-        return "missing";
-    case FeedState::Corrupt:
-        return "corrupt";
-    }
-    return "missing";
-}
-
 Signals parse_signals(const std::string& text, const std::string& file, const Model& m, int64_t now)
 {
     return FeedParser(file, m, now).parse(text);
@@ -707,6 +589,8 @@ Signals read_signals(const std::string& path, const Model& m)
 {
     return parse_signals(read_text_file(path), path, m);
 }
+
+// ---- budgets -------------------------------------------------------------------
 
 double effective_budget_kw(const Model& m, const Signals* s, EventScope scope, int index, int64_t now)
 {
@@ -776,713 +660,6 @@ std::vector<const CurtailmentEvent*> active_events(const Signals* s, int64_t now
             if (e.active_at(now))
                 out.push_back(&e);
     return out;
-}
-
-// ---- SignalFeed ---------------------------------------------------------------
-
-namespace {
-
-// A feed written in place (not renamed over) can be read between two of its
-// writer's write()s: a prefix, which does not parse, or, without O_TRUNC,
-// the new beginning over the old end, which may parse and mix two
-// documents. So a file changed in place since the last read (same inode) is
-// read only once it has been left alone for kSettleNs, and any version that
-// changes while it is read is dropped; both wait for the next poll. A file
-// renamed over the feed (a new inode, as doc/signals.md asks) is read at once.
-constexpr int64_t kSettleNs = 1'000'000'000;
-
-struct ReadAttempt {
-    enum Outcome { Read, Missing, Unsettled } outcome = Missing;
-    int64_t mtime_ns = -1, size = -1, ino = -1;  // of the version read
-    std::string text;
-    std::string error;  // Missing: why; Read: set when the file is too large (then corrupt)
-};
-
-int64_t mtime_ns_of(const struct stat& st)
-{
-    return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
-}
-
-bool same_version(const struct stat& a, const struct stat& b)
-{
-    return mtime_ns_of(a) == mtime_ns_of(b) && a.st_size == b.st_size && a.st_ino == b.st_ino;
-}
-
-// `last_ino`: the inode of the version read last (-1: none).
-ReadAttempt read_settled(const std::string& path, int64_t last_ino)
-{
-    ReadAttempt r;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        r.error = std::string("cannot open: ") + std::strerror(errno);
-        return r;
-    }
-    struct stat before {};
-    if (::fstat(fd, &before) != 0) {
-        r.error = std::string("cannot read: ") + std::strerror(errno);
-        ::close(fd);
-        return r;
-    }
-    r.mtime_ns = mtime_ns_of(before);
-    r.size = before.st_size;
-    r.ino = static_cast<int64_t>(before.st_ino);
-    struct timespec ts {};
-    ::clock_gettime(CLOCK_REALTIME, &ts);
-    const int64_t age = int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec - r.mtime_ns;
-    if (r.ino == last_ino && age >= 0 && age < kSettleNs) {
-        ::close(fd);  // rewritten in place a moment ago: its writer may not be done
-        r.outcome = ReadAttempt::Unsettled;
-        return r;
-    }
-    r.outcome = ReadAttempt::Read;
-    if (before.st_size > kMaxFeedBytes) {
-        r.error = path + ": the file is " + std::to_string(before.st_size) + " bytes; a feed may have at most " +
-                  std::to_string(kMaxFeedBytes) + " bytes";
-        ::close(fd);
-        return r;
-    }
-    char buf[65536];
-    for (;;) {
-        const ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            r.outcome = ReadAttempt::Missing;
-            r.error = std::string("cannot read: ") + std::strerror(errno);
-            ::close(fd);
-            return r;
-        }
-        if (n == 0)
-            break;
-        r.text.append(buf, static_cast<size_t>(n));
-        if (static_cast<int64_t>(r.text.size()) > kMaxFeedBytes)
-            break;  // growing while read: the version check below drops it
-    }
-    struct stat after {};
-    if (::fstat(fd, &after) != 0 || !same_version(before, after)) {
-        r.outcome = ReadAttempt::Unsettled;
-        r.text.clear();
-    }
-    ::close(fd);
-    return r;
-}
-
-}  // namespace
-
-struct SignalFeed::Published {
-    std::shared_ptr<const Signals> snap;  // the last good snapshot, if any
-    FeedState file = FeedState::Missing;  // the last look: Fresh (parsed), Corrupt or Missing
-    std::string error;                    // Missing/Corrupt: why
-    int64_t corrupt_since = 0;
-};
-
-SignalFeed::SignalFeed(std::string path, int ttl_sec, FailSafe failsafe, const Model& model, Logger log)
-    : path_(std::move(path)),
-      ttl_(ttl_sec),
-      failsafe_(failsafe),
-      model_(model),
-      log_(std::move(log)),
-      pub_(std::make_shared<const Published>())
-{
-}
-
-SignalFeed::~SignalFeed()
-{
-    stop();
-}
-
-void SignalFeed::set_status_file(std::string path)
-{
-    std::lock_guard<std::mutex> lk(refresh_mu_);
-    status_path_ = std::move(path);
-    status_written_ = false;
-}
-
-SignalsView SignalFeed::make_view(const Published& p, int64_t now) const
-{
-    return build_view(path_, ttl_, failsafe_, p.snap, p.file, p.error, p.corrupt_since, now);
-}
-
-SignalsView SignalFeed::view(int64_t now) const
-{
-    const std::shared_ptr<const Published> p = std::atomic_load(&pub_);
-    try {
-        return make_view(*p, now);
-    } catch (...) {
-        // Out of memory while writing the detail: the decision fields still hold.
-        SignalsView v;
-        v.state = path_.empty() ? FeedState::NotConfigured : FeedState::Missing;
-        if (!path_.empty()) {
-            const int64_t age = p->snap ? std::max<int64_t>(0, now - p->snap->generated_at) : -1;
-            v.failsafe = !(p->snap && age <= ttl_) || p->file == FeedState::Missing;
-            v.snap = v.failsafe && failsafe_ == FailSafe::Open ? nullptr : p->snap;
-            v.hold = v.failsafe && failsafe_ == FailSafe::Defer;
-            v.age_s = v.snap ? age : -1;
-        }
-        return v;
-    }
-}
-
-void SignalFeed::log_line(LogLevel level, const std::string& msg) noexcept
-{
-    try {
-        if (log_)
-            log_(level, msg);
-    } catch (...) {
-    }
-}
-
-void SignalFeed::log_transition(const SignalsView& v, bool new_error, int64_t now)
-{
-    (void)now;
-    if (v.state == logged_ && v.failsafe == logged_failsafe_)
-        return;
-    const FeedState prev = logged_;
-    logged_ = v.state;
-    logged_failsafe_ = v.failsafe;
-    if (new_error)
-        return;  // the Error line of this file version said it
-    if (v.state == FeedState::Fresh)
-        log_line(LogLevel::Info,
-                 std::string(prev == FeedState::NotConfigured ? "signals feed: " : "signals feed back: ") + v.detail);
-    else
-        log_line(LogLevel::Warning, "signals feed " + v.detail);
-}
-
-void SignalFeed::write_status(const SignalsView& v, const Published& p, int64_t now)
-{
-    JsonPtr o(json_object_new_object());
-    if (!o)
-        throw std::bad_alloc();
-    auto put = [&](const char* key, json_object* val) { json_object_object_add(o.get(), key, val); };
-    put(kw::kSigSchema, json_object_new_string(kw::kSigStatusSchemaV1));
-    put(kw::kSigStatusFile, json_object_new_string(path_.c_str()));
-    put(kw::kSigStatusState, json_object_new_string(to_string(v.state)));
-    put(kw::kSigStatusDetail, json_object_new_string(v.detail.c_str()));
-    put(kw::kSigStatusCheckedAt, json_object_new_string(format_utc(now).c_str()));
-    put(kw::kSigStatusFailSafe, json_object_new_string(to_string(failsafe_)));
-    put(kw::kSigStatusTtl, json_object_new_int(ttl_));
-    put(kw::kSigStatusError, p.error.empty() ? nullptr : json_object_new_string(p.error.c_str()));
-    put(kw::kSigStatusCorruptSince,
-        p.file == FeedState::Corrupt ? json_object_new_string(format_utc(p.corrupt_since).c_str()) : nullptr);
-    put(kw::kSigStatusSnapshot, p.snap ? json_tokener_parse(good_text_.c_str()) : nullptr);
-    const std::string text =
-        std::string(json_object_to_json_string_ext(o.get(), JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)) +
-        "\n";
-    const std::string tmp = status_path_ + ".tmp";
-    std::string err;
-    FILE* f = std::fopen(tmp.c_str(), "w");
-    if (!f) {
-        err = tmp + ": " + std::strerror(errno);
-    } else {
-        const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-        const int werr = errno;
-        if (std::fclose(f) != 0 || !wrote)
-            err = tmp + ": cannot write: " + std::strerror(wrote ? errno : werr);
-        else if (std::rename(tmp.c_str(), status_path_.c_str()) != 0)
-            err = status_path_ + ": cannot rename " + tmp + " over it: " + std::strerror(errno);
-        if (!err.empty())
-            std::remove(tmp.c_str());
-    }
-    if (!err.empty()) {
-        if (!status_failed_)
-            log_line(LogLevel::Warning, "signals status file not written (retried at each poll): " + err);
-        status_failed_ = true;
-        status_written_ = false;
-        return;
-    }
-    status_failed_ = false;
-    status_written_ = true;
-    status_state_ = v.state;
-    status_failsafe_ = v.failsafe;
-    status_generation_ = generation_;
-}
-
-bool SignalFeed::refresh(int64_t now)
-{
-    try {
-        std::lock_guard<std::mutex> lk(refresh_mu_);
-        if (path_.empty())
-            return false;
-        const std::shared_ptr<const Published> cur = std::atomic_load(&pub_);
-        auto next = std::make_shared<Published>(*cur);
-        bool published = false, new_error = false;
-        auto missing = [&](const std::string& why) {
-            next->file = FeedState::Missing;
-            next->error = path_ + ": " + why;
-            seen_ = FileId{};
-        };
-        struct stat st {};
-        if (::stat(path_.c_str(), &st) != 0) {
-            missing(std::strerror(errno));
-        } else if (!S_ISREG(st.st_mode)) {
-            missing("not a regular file");
-        } else if (FileId{int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec, int64_t{st.st_size},
-                          static_cast<int64_t>(st.st_ino)} == seen_) {
-            // Unchanged since the last look: only time moves.
-        } else {
-            ReadAttempt got = read_settled(path_, seen_.ino);
-            if (got.outcome == ReadAttempt::Missing) {
-                missing(got.error);
-            } else if (got.outcome == ReadAttempt::Unsettled) {
-                // Still being rewritten: nothing read, nothing changes (seen_
-                // stays, so the next poll tries again). A feed that has never
-                // read its file says so rather than "missing".
-                if (!unsettled_logged_)
-                    log_line(LogLevel::Warning,
-                             "signals feed " + path_ +
-                                 " is being rewritten in place: it changed less than " +
-                                 std::to_string(kSettleNs / 1000000000) +
-                                 " s ago or while it was read; keeping what is in force until it settles (an agent "
-                                 "should write a temporary file and rename(2) it over the feed)");
-                unsettled_logged_ = true;
-                if (generation_ == 0 && next->file == FeedState::Missing && next->error.empty()) {
-                    next->file = FeedState::Corrupt;
-                    next->error = path_ + ": still being written in place; not read yet";
-                    next->corrupt_since = now;
-                }
-            } else {
-                unsettled_logged_ = false;
-                seen_ = FileId{got.mtime_ns, got.size, got.ino};
-                std::string parse_error = got.error;
-                if (parse_error.empty()) {
-                    try {
-                        auto snap = std::make_shared<const Signals>(parse_signals(got.text, path_, model_, now));
-                        next->snap = std::move(snap);
-                        next->file = FeedState::Fresh;
-                        next->error.clear();
-                        next->corrupt_since = 0;
-                        good_text_ = std::move(got.text);
-                        ++generation_;
-                        published = true;
-                    } catch (const std::exception& e) {
-                        parse_error = e.what();
-                    }
-                }
-                if (!parse_error.empty()) {
-                    if (next->file != FeedState::Corrupt)
-                        next->corrupt_since = now;
-                    next->file = FeedState::Corrupt;
-                    next->error = parse_error;
-                    new_error = true;
-                }
-            }
-        }
-        std::shared_ptr<const Published> pub = std::move(next);
-        std::atomic_store(&pub_, pub);
-        const SignalsView v = make_view(*pub, now);
-        if (new_error)
-            log_line(LogLevel::Error, "signals feed " + v.detail);
-        log_transition(v, new_error, now);
-        if (!status_path_.empty() && (!status_written_ || new_error || v.state != status_state_ ||
-                                      v.failsafe != status_failsafe_ || generation_ != status_generation_))
-            write_status(v, *pub, now);
-        return published;
-    } catch (const std::exception& e) {
-        log_line(LogLevel::Error, std::string("signals feed: refresh failed: ") + e.what());
-    } catch (...) {
-        log_line(LogLevel::Error, "signals feed: refresh failed");
-    }
-    return false;
-}
-
-void SignalFeed::start(int poll_sec)
-{
-    stop();
-    {
-        std::lock_guard<std::mutex> lk(mu_);
-        stop_ = false;
-    }
-    const int poll = poll_sec > 0 ? poll_sec : 1;
-    try {
-        thread_ = std::thread([this, poll] {
-            std::unique_lock<std::mutex> lk(mu_);
-            while (!stop_) {
-                lk.unlock();
-                refresh(static_cast<int64_t>(std::time(nullptr)));
-                lk.lock();
-                cv_.wait_for(lk, std::chrono::seconds(poll), [this] { return stop_; });
-            }
-        });
-    } catch (const std::exception& e) {
-        log_line(LogLevel::Error, std::string("signals feed: cannot start the poll thread: ") + e.what());
-    }
-}
-
-void SignalFeed::stop()
-{
-    {
-        std::lock_guard<std::mutex> lk(mu_);
-        stop_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id())
-        thread_.join();
-}
-
-// ---- the status file -------------------------------------------------------------
-
-SignalsView read_feed_status(const std::string& status_path, const Model& m, int ttl_sec, int64_t now)
-{
-    const std::string text = read_text_file(status_path);
-    JsonPtr root(json_tokener_parse(text.c_str()));
-    auto bad = [&](const std::string& msg) -> ParseError {
-        return ParseError(status_path + ": " + msg + " (a status file as written by job_submit/m2g, schema " +
-                          kw::kSigStatusSchemaV1 + ")");
-    };
-    if (!root || !json_object_is_type(root.get(), json_type_object))
-        throw bad("not a JSON object");
-    auto field = [&](const char* key) {
-        json_object* v = nullptr;
-        return json_object_object_get_ex(root.get(), key, &v) ? v : nullptr;
-    };
-    auto str = [&](const char* key, bool required) -> std::string {
-        json_object* v = field(key);
-        if (!v || json_object_is_type(v, json_type_null)) {
-            if (required)
-                throw bad(std::string("\"") + key + "\" is missing");
-            return "";
-        }
-        if (!json_object_is_type(v, json_type_string))
-            throw bad(std::string("\"") + key + "\" must be a string");
-        return jstr(v);
-    };
-    if (str(kw::kSigSchema, true) != kw::kSigStatusSchemaV1)
-        throw bad("\"schema\" is \"" + str(kw::kSigSchema, true) + "\"");
-    const std::string file = str(kw::kSigStatusFile, false);
-    const std::string state = str(kw::kSigStatusState, true);
-    const std::string fs_word = str(kw::kSigStatusFailSafe, true);
-    FailSafe fs = FailSafe::Last;
-    if (fs_word == "open")
-        fs = FailSafe::Open;
-    else if (fs_word == "defer")
-        fs = FailSafe::Defer;
-    else if (fs_word != "last")
-        throw bad("\"failsafe\" is \"" + fs_word + "\"; accepted: last, open, defer");
-    FeedState fstate;
-    if (state == "fresh" || state == "stale")
-        fstate = FeedState::Fresh;
-    else if (state == "missing")
-        fstate = FeedState::Missing;
-    else if (state == "corrupt")
-        fstate = FeedState::Corrupt;
-    else if (state == "not_configured")
-        return build_view("", ttl_sec, fs, nullptr, FeedState::NotConfigured, "", 0, now);
-    else
-        throw bad("\"state\" is \"" + state + "\"; accepted: not_configured, fresh, stale, missing, corrupt");
-    const std::string error = str(kw::kSigStatusError, false);
-    int64_t since = 0;
-    if (const std::string cs = str(kw::kSigStatusCorruptSince, false); !cs.empty())
-        since = parse_signal_time(cs, status_path + ": corrupt_since");
-    std::shared_ptr<const Signals> snap;
-    json_object* sv = field(kw::kSigStatusSnapshot);
-    if (sv && !json_object_is_type(sv, json_type_null)) {
-        const std::string snap_text = json_object_to_json_string_ext(sv, JSON_C_TO_STRING_PLAIN);
-        snap = std::make_shared<const Signals>(parse_signals(snap_text, status_path + ": snapshot", m, now));
-    }
-    if (fstate == FeedState::Fresh && !snap)
-        throw bad("state \"" + state + "\" without a snapshot");
-    return build_view(file.empty() ? status_path : file, ttl_sec, fs, snap, fstate, error, since, now);
-}
-
-// ---- m2g signals show ----------------------------------------------------------
-
-namespace {
-
-std::string kw_text(double v)
-{
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f", v);
-    return buf;
-}
-
-std::string hostlist_of(const Model& m, const std::vector<int>& nodes)
-{
-    std::vector<std::string> names;
-    names.reserve(nodes.size());
-    for (int n : nodes)
-        names.push_back(m.nodes[n].name);
-    return hostlist_compress(names);
-}
-
-std::string scope_text(const CurtailmentEvent& e)
-{
-    switch (e.scope) {
-    case EventScope::Site:
-        return kw::kSigScopeSite;
-    case EventScope::Row:
-        return kw::kSigScopeRow + e.scope_name;
-    case EventScope::Rack:
-        return kw::kSigScopeRack + e.scope_name;
-    }
-    return "";
-}
-
-struct PowerRow {
-    std::string label, name;
-    double budget = 0, effective = 0, draw = -1;
-};
-
-std::vector<PowerRow> power_rows(const Model& m, const Signals* s, int64_t now)
-{
-    std::vector<PowerRow> rows;
-    auto add = [&](const std::string& label, const std::string& name, double conf, const PowerReading* r,
-                   EventScope scope, int index) {
-        PowerRow row;
-        row.label = label;
-        row.name = name;
-        row.budget = r && r->budget_kw > 0 ? r->budget_kw : conf;
-        row.effective = effective_budget_kw(m, s, scope, index, now);
-        row.draw = r ? r->draw_kw : -1;
-        if (row.budget > 0 || row.draw >= 0)
-            rows.push_back(row);
-    };
-    add("site", "site", m.site_power_budget_kw, s ? &s->site : nullptr, EventScope::Site, kNone);
-    for (size_t i = 0; i < m.fault_domains.size(); ++i)
-        if (m.fault_domains[i].type == "row")
-            add("row", m.fault_domains[i].name, m.fault_domains[i].power_budget_kw,
-                s && i < s->rows.size() ? &s->rows[i] : nullptr, EventScope::Row, static_cast<int>(i));
-    for (size_t i = 0; i < m.domains.size(); ++i)
-        add("rack", m.domains[i].name, m.domains[i].power_budget_kw, s && i < s->racks.size() ? &s->racks[i] : nullptr,
-            EventScope::Rack, static_cast<int>(i));
-    return rows;
-}
-
-struct HealthCounts {
-    int degraded = 0, down = 0, nvlink_fault = 0, links_down = 0;
-};
-
-HealthCounts health_counts(const Signals& s)
-{
-    HealthCounts h;
-    h.degraded = static_cast<int>(std::count(s.health.node_degraded.begin(), s.health.node_degraded.end(), 1));
-    h.down = static_cast<int>(std::count(s.node_down.begin(), s.node_down.end(), 1));
-    h.nvlink_fault =
-        static_cast<int>(std::count(s.health.domain_nvlink_fault.begin(), s.health.domain_nvlink_fault.end(), 1));
-    h.links_down = static_cast<int>(s.links_down.size());
-    return h;
-}
-
-// Nodes with a temperature, hottest first.
-std::vector<int> hottest(const Signals& s, size_t limit)
-{
-    std::vector<int> nodes;
-    for (size_t i = 0; i < s.thermal.size(); ++i)
-        if (s.thermal[i].known)
-            nodes.push_back(static_cast<int>(i));
-    std::stable_sort(nodes.begin(), nodes.end(), [&](int a, int b) {
-        if (s.thermal[a].state != s.thermal[b].state)
-            return s.thermal[a].state > s.thermal[b].state;
-        return s.thermal[a].gpu_temp_c > s.thermal[b].gpu_temp_c;
-    });
-    if (nodes.size() > limit)
-        nodes.resize(limit);
-    return nodes;
-}
-
-std::string plural(size_t n, const char* one, const char* many)
-{
-    return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
-// A number as people write it: at most 3 decimals, at least one ("128.2",
-// "1200.0"), not the binary expansion ("128.19999999999999").
-json_object* json_number(double d)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.3f", d);
-    std::string s = buf;
-    while (s.size() > 2 && s.back() == '0' && s[s.size() - 2] != '.')
-        s.pop_back();
-    if (s == "-0.0")
-        s = "0.0";
-    return json_object_new_double_s(std::strtod(s.c_str(), nullptr), s.c_str());
-}
-
-std::string format_json(const Model& m, const SignalsView& v, int64_t now)
-{
-    JsonPtr o(json_object_new_object());
-    auto add = [](json_object* obj, const char* k, json_object* val) { json_object_object_add(obj, k, val); };
-    auto dbl = [](double d) { return json_number(d); };
-    add(o.get(), "state", json_object_new_string(to_string(v.state)));
-    add(o.get(), "failsafe", json_object_new_boolean(v.failsafe));
-    add(o.get(), "hold", json_object_new_boolean(v.hold));
-    add(o.get(), "age_s", json_object_new_int64(v.age_s));
-    add(o.get(), "detail", json_object_new_string(v.detail.c_str()));
-    const Signals* s = v.snap.get();
-    add(o.get(), "generated_at", s ? json_object_new_string(format_utc(s->generated_at).c_str()) : nullptr);
-    add(o.get(), "source", s && !s->source.empty() ? json_object_new_string(s->source.c_str()) : nullptr);
-    json_object* power = json_object_new_object();
-    json_object* rows = json_object_new_object();
-    json_object* racks = json_object_new_object();
-    for (const PowerRow& r : power_rows(m, s, now)) {
-        json_object* e = json_object_new_object();
-        add(e, "budget_kw", r.budget > 0 ? dbl(r.budget) : nullptr);
-        add(e, "effective_kw", r.effective >= 0 ? dbl(r.effective) : nullptr);
-        add(e, "draw_kw", r.draw >= 0 ? dbl(r.draw) : nullptr);
-        add(e, "headroom_kw", r.draw >= 0 && r.budget > 0 ? dbl(r.effective - r.draw) : nullptr);
-        if (r.label == "site")
-            add(power, "site", e);
-        else
-            add(r.label == "row" ? rows : racks, r.name.c_str(), e);
-    }
-    add(power, "rows", rows);
-    add(power, "racks", racks);
-    add(o.get(), "power", power);
-    json_object* events = json_object_new_array();
-    json_object* maint = json_object_new_array();
-    if (s) {
-        for (const auto& e : s->events) {
-            if (e.end <= now)
-                continue;
-            json_object* j = json_object_new_object();
-            add(j, "id", json_object_new_string(e.id.c_str()));
-            add(j, "active", json_object_new_boolean(e.active_at(now)));
-            add(j, "scope", json_object_new_string(scope_text(e).c_str()));
-            add(j, "start", json_object_new_string(format_utc(e.start).c_str()));
-            add(j, "end", json_object_new_string(format_utc(e.end).c_str()));
-            if (e.curtail_kw > 0)
-                add(j, "curtail_kw", dbl(e.curtail_kw));
-            else
-                add(j, "curtail_pct", dbl(e.curtail_pct));
-            json_object_array_add(events, j);
-        }
-        for (const auto& w : s->maintenance) {
-            if (w.end <= now)
-                continue;
-            json_object* j = json_object_new_object();
-            add(j, "id", json_object_new_string(w.id.c_str()));
-            add(j, "active", json_object_new_boolean(w.start <= now));
-            add(j, "start", json_object_new_string(format_utc(w.start).c_str()));
-            add(j, "end", json_object_new_string(format_utc(w.end).c_str()));
-            add(j, "nodes", json_object_new_string(hostlist_of(m, w.nodes).c_str()));
-            add(j, "node_count", json_object_new_int(static_cast<int>(w.nodes.size())));
-            add(j, "reason", json_object_new_string(w.reason.c_str()));
-            json_object_array_add(maint, j);
-        }
-    }
-    add(o.get(), "events", events);
-    add(o.get(), "maintenance", maint);
-    if (s) {
-        const HealthCounts h = health_counts(*s);
-        json_object* hj = json_object_new_object();
-        add(hj, "degraded", json_object_new_int(h.degraded));
-        add(hj, "down", json_object_new_int(h.down));
-        add(hj, "nvlink_fault", json_object_new_int(h.nvlink_fault));
-        add(hj, "links_down", json_object_new_int(h.links_down));
-        add(o.get(), "health", hj);
-        json_object* tj = json_object_new_object();
-        int reported = 0;
-        for (const auto& t : s->thermal)
-            reported += t.known ? 1 : 0;
-        add(tj, "reported", json_object_new_int(reported));
-        json_object* hot = json_object_new_array();
-        for (int n : hottest(*s, 5)) {
-            json_object* j = json_object_new_object();
-            add(j, "node", json_object_new_string(m.nodes[n].name.c_str()));
-            add(j, "gpu_temp_c", dbl(s->thermal[n].gpu_temp_c));
-            add(j, "state", json_object_new_string(to_string(s->thermal[n].state)));
-            json_object_array_add(hot, j);
-        }
-        add(tj, "hottest", hot);
-        add(o.get(), "thermal", tj);
-    } else {
-        add(o.get(), "health", nullptr);
-        add(o.get(), "thermal", nullptr);
-    }
-    return std::string(json_object_to_json_string_ext(o.get(), JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)) +
-           "\n";
-}
-
-}  // namespace
-
-std::string format_signals(const Model& m, const SignalsView& v, int64_t now, bool json)
-{
-    if (json)
-        return format_json(m, v, now);
-    std::ostringstream out;
-    const Signals* s = v.snap.get();
-    out << "state:     " << to_string(v.state) << "\n";
-    out << "detail:    " << v.detail << "\n";
-    if (v.state != FeedState::NotConfigured)
-        out << "fail-safe: " << (v.failsafe ? (v.hold ? "in effect, deferrable work waits" : "in effect")
-                                            : "not in effect")
-            << "\n";
-    if (!s)
-        out << "power:     budgets from m2g.conf only (no feed data in use)\n";
-    const std::vector<PowerRow> rows = power_rows(m, s, now);
-    if (!rows.empty()) {
-        char line[160];
-        std::snprintf(line, sizeof line, "%-16s %10s %10s %10s %10s\n", "POWER (kW)", "BUDGET", "EFFECTIVE", "DRAW",
-                      "HEADROOM");
-        out << line;
-        for (const PowerRow& r : rows) {
-            const std::string label = r.label == "site" ? "site" : r.label + " " + r.name;
-            std::snprintf(line, sizeof line, "%-16s %10s %10s %10s %10s\n", label.c_str(),
-                          r.budget > 0 ? kw_text(r.budget).c_str() : "-",
-                          r.budget > 0 ? kw_text(r.effective).c_str() : "-",
-                          r.draw >= 0 ? kw_text(r.draw).c_str() : "-",
-                          r.draw >= 0 && r.budget > 0 ? kw_text(r.effective - r.draw).c_str() : "-");
-            out << line;
-        }
-    }
-    if (!s)
-        return out.str();
-    std::vector<std::string> ev_lines;
-    for (const auto& e : s->events) {
-        if (e.end <= now)
-            continue;
-        const bool active = e.active_at(now);
-        const std::string cut = e.curtail_kw > 0 ? "-" + num(e.curtail_kw) + " kW" : "-" + num(e.curtail_pct) + "%";
-        ev_lines.push_back(std::string("  ") + (active ? "active    " : "upcoming  ") + e.id + "  " + scope_text(e) +
-                           " " + cut + "  " + format_utc(e.start) + " .. " + format_utc(e.end) + " (" +
-                           (active ? "ends in " + describe_duration(e.end - now)
-                                   : "starts in " + describe_duration(e.start - now)) +
-                           ")");
-    }
-    out << "events:    " << (ev_lines.empty() ? "none active or upcoming" : plural(ev_lines.size(), "active or upcoming", "active or upcoming")) << "\n";
-    for (const auto& l : ev_lines)
-        out << l << "\n";
-    std::vector<std::string> mw_lines;
-    for (const auto& w : s->maintenance) {
-        if (w.end <= now)
-            continue;
-        const bool active = w.start <= now;
-        mw_lines.push_back(std::string("  ") + (active ? "active    " : "upcoming  ") + w.id + "  " +
-                           format_utc(w.start) + " .. " + format_utc(w.end) + "  " +
-                           plural(w.nodes.size(), "node", "nodes") + " (" + hostlist_of(m, w.nodes) + ")" +
-                           (w.reason.empty() ? "" : "  " + w.reason));
-    }
-    out << "maintenance: " << (mw_lines.empty() ? "none active or upcoming" : plural(mw_lines.size(), "window", "windows"))
-        << "\n";
-    for (const auto& l : mw_lines)
-        out << l << "\n";
-    const HealthCounts h = health_counts(*s);
-    out << "health:    " << h.degraded << " degraded, " << h.down << " down, "
-        << plural(static_cast<size_t>(h.nvlink_fault), "NVLink domain", "NVLink domains") << " with a fault, "
-        << plural(static_cast<size_t>(h.links_down), "switch", "switches") << " with a link down";
-    if (!s->links_down.empty()) {
-        std::string names;
-        for (const auto& n : s->links_down)
-            names += (names.empty() ? "" : ",") + n;
-        out << " (" << names << ")";
-    }
-    out << "\n";
-    int reported = 0;
-    for (const auto& t : s->thermal)
-        reported += t.known ? 1 : 0;
-    out << "thermal:   " << plural(static_cast<size_t>(reported), "node reported", "nodes reported");
-    const std::vector<int> hot = hottest(*s, 5);
-    if (!hot.empty()) {
-        out << "; hottest:";
-        for (size_t i = 0; i < hot.size(); ++i) {
-            const NodeThermal& t = s->thermal[hot[i]];
-            out << (i ? "," : "") << " " << m.nodes[hot[i]].name << " " << num(t.gpu_temp_c) << " C "
-                << to_string(t.state);
-        }
-    }
-    out << "\n";
-    return out.str();
 }
 
 }  // namespace m2g

@@ -18,6 +18,10 @@
 //   stale    → (generated_at older than the TTL) and
 //   missing  → the configured fail-safe (SignalsFailSafe=, see FailSafe),
 //              with one warning per change of state.
+//
+// signals.cpp holds the parser and the budgets, feed.cpp SignalFeed and its
+// status file; what `m2g signals show|validate` print is the command's
+// (tools/reports/signals_report.hpp).
 #pragma once
 
 #include <atomic>
@@ -157,7 +161,7 @@ class SignalFeed {
     const std::string& path() const { return path_; }
 
   private:
-    struct Published;  // what refresh() last learnt; defined in signals.cpp
+    struct Published;  // what refresh() last learnt; defined in feed.cpp
     SignalsView make_view(const Published& p, int64_t now) const;
     void log_line(LogLevel level, const std::string& msg) noexcept;
     void log_transition(const SignalsView& v, bool new_error, int64_t now);
@@ -216,8 +220,5 @@ double lowest_budget_kw(const Model& m, const Signals* s, EventScope scope, int 
 
 // Active events at `now` (any scope), in feed order.
 std::vector<const CurtailmentEvent*> active_events(const Signals* s, int64_t now);
-
-// `m2g signals show`: a readable multi-line summary, or one JSON object.
-std::string format_signals(const Model& m, const SignalsView& v, int64_t now, bool json);
 
 }  // namespace m2g

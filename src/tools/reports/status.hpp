@@ -1,7 +1,9 @@
-// m2g tools: what the cluster looks like to m2g right now, and why a job is
-// where it is — the facts behind `m2g status`, `m2g explain`, `m2g job`,
-// m2g-exporter and `m2g status --plot`. Slurm-free: the CLI and the exporter
-// fill a ClusterView from libslurm (src/slurmapi/), tests fill it by hand.
+// m2g tools: what the cluster looks like to m2g right now — the facts behind
+// `m2g status`, m2g-exporter and `m2g status --plot` — and the view of
+// Slurm's nodes and jobs every report starts from (ClusterView; `m2g
+// explain` is explain.hpp, `m2g job` energy.hpp). Slurm-free: the CLI and
+// the exporter fill a ClusterView from libslurm (src/slurmapi/), tests fill
+// it by hand.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include "core/model/model.hpp"
 #include "core/place/engine.hpp"
 #include "core/power/signals.hpp"
+#include "tools/reports/parsed_annotation.hpp"
 
 namespace m2g {
 
@@ -59,58 +62,6 @@ struct ClusterView {
     std::vector<JobView> jobs;    // pending and running (and recently done, for `m2g job`)
     int64_t taken_at = 0;
 };
-
-// ---- the m2g:[...] AdminComment segment, parsed ----------------------------------
-
-enum class PlacementKind { None, Placed, Waiting };
-const char* to_string(PlacementKind k);  // "", "placed", "waiting"
-
-// What select/m2g and job_submit/m2g wrote into a job's AdminComment, as
-// `m2g explain`, `m2g status` and m2g-exporter show it: read_annotation()
-// (annotation.hpp, the one parser of those texts) flattened into the words
-// they print. Unknown or garbled text leaves fields empty; parsing never
-// throws.
-struct ParsedAnnotation {
-    bool found = false;  // the comment holds an m2g:[...] segment
-    // Placement part (select/m2g).
-    PlacementKind placement = PlacementKind::None;
-    std::string policy;                // "prefer:nvlink", "strict:nvlink", "any"
-    std::vector<std::string> domains;  // placed: NVLink domains ("-" gives none)
-    std::vector<std::string> leaves;   // placed: leaf switches
-    std::string score;                 // placed: as format_score() writes it, "17"
-    std::string placement_reason;      // why there / what it waits for (for people: nothing classifies it)
-    std::string signals;               // gate notes at placement ("signals=..."; with policy=any the free text)
-    // Waiting: why (never None), the nodes it waits for (0 unknown) and the
-    // racks or rows over budget (PlacementAnnotation's wait, need, over).
-    WaitCause wait = WaitCause::None;
-    int need = 0;
-    std::vector<std::string> over;
-    int64_t prefer_since = 0;          // waiting, prefer: when its prefer wait began (epoch s); 0 not begun
-    // Admission part (job_submit/m2g).
-    std::string verdict;               // "admit", "defer", "pace", "reject"; "" none or unknown
-    bool monitor = false;              // "monitor would ...": Admission=monitor, nothing enforced
-    int64_t released_at = 0;           // "released at <time>: ..."; 0 not released
-    std::string cls;                   // class= as written: "training", "none", a newer m2g's name, ""
-    WorkloadClass workload_class = WorkloadClass::Unset;  // cls; Unset for "none" and unknown names
-    double w_gpu = 0;                  // w_gpu=: W per GPU admission assumed, 0 unknown
-    int64_t until = 0;                 // until= (epoch s), 0 none or unparseable
-    std::string cause;                 // event id, "maintenance:<id>", "power:site", "failsafe"
-    std::string admission_reason;      // reason=
-    std::string avoid;                 // avoid=: "18 nodes (maintenance mw-1)"
-    int64_t user_begin = 0;            // user_begin=: the owner's own --begin
-    // Curtail part (m2g-curtaild): its last action on the running job, as
-    // written ("cap w_gpu=300 cause=dr-1 scope=site at=..."); "" none.
-    std::string curtail;
-};
-
-ParsedAnnotation parse_annotation(std::string_view admin_comment) noexcept;
-
-// Whether admission holds the pending job back at `now` (defer or pace
-// in force, not monitor-only, until= still ahead).
-bool admission_holds(const ParsedAnnotation& a, int64_t now);
-
-// The Status::pending_by_reason key of a pending job (see there).
-std::string pending_reason_key(const JobView& job, const ParsedAnnotation& a, int64_t now);
 
 // ---- status ---------------------------------------------------------------------
 
@@ -181,48 +132,10 @@ struct Status {
 
 Status compute_status(const Model& m, const ClusterView& c, const SignalsView& v, int64_t now);
 
+// The Status::pending_by_reason key of a pending job (see there).
+std::string pending_reason_key(const JobView& job, const ParsedAnnotation& a, int64_t now);
+
 // A readable table (domains, power, events, queues), or one JSON object.
 std::string format_status(const Model& m, const Status& s, bool json);
-
-// ---- explain --------------------------------------------------------------------
-
-struct Explanation {
-    uint32_t job = 0;
-    std::string verdict;                  // "placed", "running", "waiting", "deferred", "paced", "done", "unknown"
-    std::string summary;                  // one plain-language sentence
-    std::vector<std::string> evidence;    // facts: free healthy GPUs per candidate domain, the event and its end, the budget
-    std::vector<std::string> suggestions; // concrete: "ask for --m2g-topology=prefer", "16 nodes fit nvl03 now", ...
-};
-
-// Why `job` waits, was deferred, or went where it went. `c` gives the free
-// capacity per domain for suggestions; the m2g annotation gives m2g's own
-// decision text.
-Explanation explain_job(const Model& m, const ClusterView& c, const SignalsView& v, const JobView& job, int64_t now);
-std::string format_explanation(const Explanation& e, bool json);
-
-// ---- per-job energy and cost --------------------------------------------------------
-
-struct EnergyPrice {
-    double per_kwh = 0;        // EnergyPricePerKWh= in m2g.conf (0: no cost shown)
-    std::string currency = "EUR";  // EnergyCurrency=
-};
-
-struct JobEnergy {
-    uint32_t job = 0;
-    double runtime_s = 0;      // so far for running jobs
-    double gpu_hours = 0;
-    double power_w_per_gpu = 0;
-    std::string power_source;  // "recipe", "class training default (Acme p95)", "PowerPerGpuW (m2g.conf)", ...
-    double energy_kwh = 0;
-    double cost = 0;           // 0 when no price configured
-    std::string currency;
-    double price_per_kwh = 0;  // the price applied (0: none configured)
-};
-
-// The price m2g.conf sets (EnergyPricePerKWh=, EnergyCurrency=).
-EnergyPrice energy_price(const Model& m);
-
-JobEnergy job_energy(const Model& m, const JobView& job, const EnergyPrice& price, int64_t now);
-std::string format_job_energy(const JobEnergy& e, const JobView& job, bool json);
 
 }  // namespace m2g

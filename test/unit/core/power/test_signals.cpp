@@ -21,6 +21,7 @@
 #include "core/base/error.hpp"
 #include "core/base/hostlist.hpp"
 #include "core/power/signals.hpp"
+#include "tools/reports/signals_report.hpp"  // format_signals, for FormatTextAndJson
 
 using namespace m2g;
 

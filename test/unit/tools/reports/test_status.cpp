@@ -15,6 +15,9 @@
 
 #include "core/job/annotation.hpp"
 #include "core/model/config.hpp"
+#include "tools/reports/energy.hpp"
+#include "tools/reports/explain.hpp"
+#include "tools/reports/parsed_annotation.hpp"
 #include "tools/reports/status.hpp"
 
 using namespace m2g;
