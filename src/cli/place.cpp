@@ -119,8 +119,7 @@ int run_place(const PlaceArgs& a)
     intent.level = req.level;
     intent.segment = req.segment;
     JobFacts job;
-    for (const auto& [k, v] : encode_intent(intent))
-        job.spank_env.push_back(k + "=" + v);
+    job.intent = intent;
     job.nodes = req.nodes;
     job.min_nodes = req.nodes;
     job.gpus_per_node = node_gpus;

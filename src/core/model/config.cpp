@@ -549,6 +549,16 @@ void add_warning(std::vector<std::string>* warnings, std::string w)
 }
 
 // The settings of the whole cluster, and each partition's placement policy.
+// DefaultTopology= as text and typed, so placement never parses it again.
+void set_default_topology(PlacementPolicy& pp, const std::string& text)
+{
+    JobIntent probe;
+    apply_option(probe, kw::kOptTopology, text, 0);  // checked when the line was read
+    pp.default_topology = text;
+    pp.default_locality = probe.locality;
+    pp.default_level = probe.level;
+}
+
 void copy_settings(Model& m, const ConfigSpec& spec)
 {
     m.cluster_name = spec.cluster_name;
@@ -556,11 +566,12 @@ void copy_settings(Model& m, const ConfigSpec& spec)
     m.energy_price_per_kwh = spec.energy_price_per_kwh;
     m.energy_currency = spec.energy_currency;
     m.policy = spec.policy;
+    set_default_topology(m.policy, m.policy.default_topology);
     m.admission = spec.admission;
     for (const PartitionSpec& p : spec.partitions) {
-        PlacementPolicy pp = spec.policy;  // inherit what the line does not set
+        PlacementPolicy pp = m.policy;  // inherit what the line does not set
         if (!p.default_topology.empty())
-            pp.default_topology = p.default_topology;
+            set_default_topology(pp, p.default_topology);
         if (p.prefer_wait_sec >= 0)
             pp.prefer_wait_sec = p.prefer_wait_sec;
         if (p.spare_per_domain >= 0)

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/job/intent.hpp"  // Locality, LocalityLevel
 #include "core/model/admission_policy.hpp"
 
 namespace m2g {
@@ -74,7 +75,11 @@ struct FaultDomain {
 
 // How select/m2g treats jobs (m2g.conf global keys).
 struct PlacementPolicy {
-    std::string default_topology = "prefer:nvlink";  // as --m2g-topology
+    std::string default_topology = "prefer:nvlink";  // as --m2g-topology, for people
+    // The same, typed: what a job without --m2g-topology gets (set with the
+    // text when m2g.conf is read).
+    Locality default_locality = Locality::Prefer;
+    LocalityLevel default_level = LocalityLevel::NVLink;
     int prefer_wait_sec = 300;
     int spare_per_domain = 0;
     std::string health_file;  // "" none

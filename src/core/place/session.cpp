@@ -199,14 +199,25 @@ void PlacementSession::shutdown()
     model_.reset();
 }
 
-JobIntent PlacementSession::intent_of(const JobFacts& job) const
+JobIntent PlacementSession::intent_of(const JobFacts& job)
 {
+    if (job.intent)
+        return *job.intent;
+    // Once per job: Slurm asks about the same job many times (every pass,
+    // test-only, will-run, the start), its environment unchanged.
+    auto it = intents_.find(job.job_id);
+    if (it != intents_.end() && it->second.env == job.spank_env)
+        return it->second.intent;
+    if (intents_.size() > 65536)
+        intents_.clear();  // bounded: ended jobs' entries go with the rest
+    JobIntent intent;
     try {
-        return decode_intent(job.spank_env);
+        intent = decode_intent(job.spank_env);
     } catch (const std::exception& e) {
         error("JobId=" + std::to_string(job.job_id) + ": " + e.what() + "; using the defaults");
-        return {};
     }
+    intents_[job.job_id] = DecodedIntent{job.spank_env, intent};
+    return intent;
 }
 
 void PlacementSession::refresh_health(int64_t now)
@@ -293,9 +304,11 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
     JobIntent intent = intent_of(job);
     const PlacementPolicy& pol = model_->policy_for(job.partition);
     std::string policy = locality_string(intent);
-    if (policy.empty()) {
+    if (intent.locality == Locality::Unset) {
+        // DefaultTopology=, as the admin wrote it (the AdminComment shows that).
+        intent.locality = pol.default_locality;
+        intent.level = pol.default_level;
         policy = pol.default_topology;
-        apply_option(intent, kw::kOptTopology, policy, 0);
     }
     o.policy = policy;
 
@@ -476,6 +489,7 @@ void PlacementSession::job_started(const JobFacts& job, const std::vector<int>& 
                 throw Error("model node " + std::to_string(mi) + " out of range (a bug in the select adapter)");
         prefer_.erase(job.job_id);
         const JobIntent intent = intent_of(job);
+        intents_.erase(job.job_id);  // a requeued job is decoded again
         const double node_kw = job.gpus_per_node * power_w_per_gpu(model_->admission, intent) / 1000.0;
         for (int mi : model_nodes)
             started_.push_back({now, model_->nodes[mi].domain, node_kw});

@@ -43,6 +43,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -69,6 +70,10 @@ struct JobFacts {
     uint32_t job_id = 0;
     std::string partition;               // "" none
     std::vector<std::string> spank_env;  // spank_job_env: "KEY=VALUE" (the M2G_* intent)
+    // The intent, typed, when the caller has it (the simulator, `m2g
+    // place`): then spank_env is not read. Otherwise the session decodes
+    // spank_env once per job and keeps it while the environment is the same.
+    std::optional<JobIntent> intent;
     int nodes = 1;                       // nodes the job needs (job_node_count())
     int min_nodes = 1;                   // fewest nodes Slurm accepts for it
     int gpus_per_node = 0;               // 0: none or unknown
@@ -218,7 +223,7 @@ class PlacementSession {
                         const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at);
     Placement earliest_placement(const PlacementRequest& req, const ClusterState& state, const FreeAt& free_at,
                                  int64_t now);
-    JobIntent intent_of(const JobFacts& job) const;
+    JobIntent intent_of(const JobFacts& job);
     int64_t clock_of(const JobFacts& job, int64_t now);
     void replace_model(std::unique_ptr<Model> m);
     SignalsView signals_view(int64_t now) const;
@@ -258,6 +263,11 @@ class PlacementSession {
     std::vector<int64_t> times_;
     std::vector<double> started_kw_;  // per domain
     std::vector<double> heat_;        // per domain
+    struct DecodedIntent {
+        std::vector<std::string> env;
+        JobIntent intent;
+    };
+    std::unordered_map<uint32_t, DecodedIntent> intents_;  // intent_of()'s, by job id
 };
 
 }  // namespace m2g

@@ -220,7 +220,7 @@ ReleaseAction AdmissionSession::reevaluate(const PendingJobFacts& job, int64_t n
     Decision d;
     JobIntent intent;
     try {
-        intent = decode_intent(req.spank_env);
+        intent = req.intent ? *req.intent : decode_intent(req.spank_env);
     } catch (const std::exception& e) {
         // An environment this m2g cannot read (an older or newer m2g wrote
         // it): decide on the defaults rather than keep the job forever.

@@ -72,6 +72,7 @@ AdmissionVerdict counted_as(Verdict v);
 // job is decided again (most jobs of most passes are not).
 struct PendingRequest {
     std::vector<std::string> spank_env;  // "KEY=VALUE" (the M2G_* intent)
+    std::optional<JobIntent> intent;     // typed, when the caller has it (then spank_env is not read)
     int nodes = 1;                       // at least 1
     int gpus = 0;                        // from the job's TRES; 0: unknown (then the intent's)
     int64_t time_limit_s = 0;            // <= 0: unlimited
@@ -115,6 +116,10 @@ struct ReleaseAction {
 // call made only when a rule needs it.
 struct Submission {
     std::vector<std::string> spank_env;  // "KEY=VALUE": the M2G_* intent spank_m2g encoded
+    // Typed, when the caller has it (the simulator): then spank_env is only
+    // what NoDeferAction=convert would rewrite. slurm-bridge intents apply
+    // to spank_env only.
+    std::optional<JobIntent> intent;
     std::string admin_comment;           // as submitted (slurm-bridge's {"pods": [...]})
     bool batch = false;                  // sbatch: a script with an environment of its own
     int nodes = 1;                       // at least 1

@@ -144,7 +144,7 @@ SubmitAnswer AdmissionSession::submit_impl(const Submission& s, int64_t now)
 
     AdmissionRequest r;
     try {
-        r.intent = decode_intent(env);
+        r.intent = s.intent && !a.spank_env ? *s.intent : decode_intent(env);
     } catch (const std::exception& e) {
         // Only a client without spank_m2g (or a forged environment) gets here.
         a.refusal = SubmitAnswer::Refusal::Invalid;

@@ -291,14 +291,6 @@ void Simulator::node_state()
 // power, the feed, the event queue, curtailment and admission state.
 void Simulator::runtime_state()
 {
-    // m2g: job j as select/m2g sees it (JobFacts): the class every job
-    // carries, whole nodes, its run time as its limit. Its prefer clock is
-    // the session's.
-    for (const JobIntent& ci : class_intent) {
-        class_env.emplace_back();
-        for (const auto& [k, v] : encode_intent(ci))
-            class_env.back().push_back(k + "=" + v);
-    }
     node_kw.assign(m.nodes.size(), 0.0);
     domain_kw.assign(m.domains.size(), 0.0);
     last_start.assign(jobs.size(), -1);
@@ -365,11 +357,14 @@ const std::vector<uint8_t>& Simulator::usable_for(int per_node)
     return u;
 }
 
+// m2g: job j as select/m2g sees it (JobFacts): the class every job
+// carries (typed: nothing to decode), whole nodes, its run time as its
+// limit. Its prefer clock is the session's.
 JobFacts Simulator::facts_of(int j)
 {
     JobFacts f;
     f.job_id = static_cast<uint32_t>(j);
-    f.spank_env = class_env[cls_of[j]];
+    f.intent = class_intent[cls_of[j]];
     f.nodes = jobs[j].nodes;
     f.min_nodes = jobs[j].nodes;
     f.gpus_per_node = jobs[j].gpus_per_node;

@@ -119,7 +119,7 @@ bool Simulator::submit(int j, double now)
     // nodes, its run time as its limit; no --begin, --deadline or account
     // in a trace.
     Submission sub;
-    sub.spank_env = class_env[cls_of[j]];
+    sub.intent = class_intent[cls_of[j]];
     sub.nodes = job.nodes;
     sub.gpus = job.gpus;
     sub.time_limit_s = static_cast<int64_t>(std::ceil(duration[j]));
@@ -148,7 +148,7 @@ ReleaseAction Simulator::release_rules(int j, double now)
     f.begin_time = adm_begin[j] ? adm_begin[j] : epoch(jobs[j].eligible);
     f.request = [&, j] {
         PendingRequest q;
-        q.spank_env = class_env[cls_of[j]];
+        q.intent = class_intent[cls_of[j]];
         q.nodes = jobs[j].nodes;
         q.gpus = jobs[j].gpus;
         q.time_limit_s = static_cast<int64_t>(std::ceil(duration[j]));

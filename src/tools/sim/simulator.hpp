@@ -171,7 +171,6 @@ class Simulator {
     std::vector<std::vector<uint8_t>> usable;  // usable[g]: healthy nodes with g GPUs free
     std::vector<uint64_t> usable_version;
 
-    std::vector<std::vector<std::string>> class_env;
     std::vector<int> picked;
     std::vector<uint8_t> stock_offer;
     bool clock_started = false;
