@@ -270,7 +270,11 @@ _tb_on_exit() {
 	# m2g-check prints this beside the suite's counts (where CI time goes).
 	diag "suite time: $SECONDS s"
 	if [[ -n $TB_DIR && -d $TB_DIR ]]; then
-		if ((rc == 0)) && [[ ${TB_KEEP:-0} != 1 ]]; then rm -rf -- "$TB_DIR"
+		# `down --remove` deletes it under the testbed's lock: another suite
+		# may be starting a testbed on the same base right now.
+		if ((rc == 0)) && [[ ${TB_KEEP:-0} != 1 ]]; then
+			"$M2G_TESTBED" down --remove --dir "$TB_DIR" >/dev/null 2>&1 ||
+				diag "m2g-testbed down --remove --dir $TB_DIR failed"
 		else diag "testbed files kept in $TB_DIR"; fi
 	fi
 	exit $((rc == 0 ? 0 : 1))
@@ -295,10 +299,13 @@ tb_up() {
 		TB_BASE=$base TB_DIR=/tmp/m2g-testbed-$base
 		_TB_RUNNING=1     # from here on the EXIT trap runs `down`
 		rc=0
-		"$M2G_TESTBED" up --base "$base" "$@" >&2 || rc=$?
+		"$M2G_TESTBED" up --base "$base" "$@" >"$TB_TMP/up.out" 2>&1 || rc=$?
+		cat "$TB_TMP/up.out" >&2
 		((rc == 3)) && { _TB_RUNNING=0 TB_DIR=""; continue; }
 		if ((rc != 0)); then
-			diag "m2g-testbed up --base $base $* failed (status $rc)"
+			# Its reasons as diagnostics: a CI summary shows only those.
+			diag "m2g-testbed up --base $base $* failed (status $rc):"
+			tail -n 12 "$TB_TMP/up.out" | sed 's/^/#   /'
 			return 1
 		fi
 		eval "$("$M2G_TESTBED" env --dir "$TB_DIR")"

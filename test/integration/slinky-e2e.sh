@@ -186,8 +186,10 @@ sc["force"] = [{"method": "PATCH", "path": "/apis/kai.scheduler/v1alpha1/topolog
                 "\"array\": nodeLabel structure is immutable; only aliases may be edited"}]
 json.dump(sc, open(sys.argv[2], "w"))
 PYEOF
-start_api writers >"$T/port"
-wport=$(cat "$T/port")
+start_api writers || true
+wport=$API_PORT
+ok "[[ -n '$wport' ]]" "the second fake API server (CRDs) listens on 127.0.0.1:${wport:-(none)}"
+[[ -n $wport ]] || exit 1
 sed "s/127.0.0.1:$port/127.0.0.1:$wport/" "$T/kubeconfig" >"$T/kubeconfig-w"
 mkdir -p "$T/wt"
 rc=0

@@ -6,13 +6,14 @@
 # NVL72 shape, a second `up` is refused, the daemons' munge default socket is
 # the testbed's (reconfigures under load lose no message; doc/testbed.md),
 # and `down` leaves no process behind (checked by PID, including a running
-# job's slurmstepd and task).
+# job's slurmstepd and task), and `down --remove` deletes a testbed only, under
+# its lock.
 # Output: TAP. Run as root.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-plan 20
+plan 22
 
 host_run_munge=$([[ -e /run/munge ]] && echo present || echo absent)
 tb_up --racks 2 --stock
@@ -114,3 +115,23 @@ if ((${#left[@]})); then
 	while read -r line; do diag "  $line"; done < <(ps -o pid,ppid,stat,etime,args -p "${left[*]}")
 fi
 ok "$M2G_TESTBED down --dir $TB_DIR" "a second down succeeds (idempotent)"
+
+# ---- down --remove: the directory goes under the testbed's lock ---------------
+# lib.sh removes a passed suite's testbed this way: another suite may be
+# starting a testbed on the same base at that moment, and it must find either
+# the old directory (and wait for its lock) or none, never half of one.
+fake=$TB_TMP/fake-testbed
+mkdir -p "$fake/etc" && : >"$fake/testbed.env"
+( exec 9<"$fake"; flock 9; sleep 2 ) &
+holder=$!
+sleep 0.3
+t0=$SECONDS
+rc=0; "$M2G_TESTBED" down --remove --dir "$fake" >/dev/null 2>&1 || rc=$?
+is "$rc:$([[ -e $fake ]] && echo kept || echo removed):$((SECONDS - t0 >= 1))" "0:removed:1" \
+	"down --remove waits for the testbed's lock, then deletes the directory"
+wait "$holder" || true
+other=$TB_TMP/not-a-testbed
+mkdir -p "$other" && echo keep >"$other/data"
+rc=0; "$M2G_TESTBED" down --remove --dir "$other" >/dev/null 2>"$TB_TMP/remove.err" || rc=$?
+is "$rc:$(cat "$other/data" 2>/dev/null)" "1:keep" \
+	"down --remove refuses a directory that is not a testbed: $(head -n 1 "$TB_TMP/remove.err")"
