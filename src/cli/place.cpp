@@ -68,12 +68,9 @@ SignalsSource read_place_signals(const std::string& path, const Model& m, int64_
 }
 
 // The answer when select/m2g leaves the job to cons_tres: on the offer less
-// what the gate ruled out.
-std::string stock_answer(const Model& m, const DescribedState& st, const Outcome& o, bool json)
+// what the gate ruled out (`allowed`).
+std::string stock_answer(const Model& m, const std::vector<uint8_t>& allowed, const Outcome& o, bool json)
 {
-    std::vector<uint8_t> allowed = st.usable;
-    for (int mi : o.ruled_out)
-        allowed[mi] = 0;
     std::vector<std::string> names;
     for (size_t mi = 0; mi < allowed.size(); ++mi)
         if (allowed[mi])
@@ -129,22 +126,33 @@ int run_place(const PlaceArgs& a)
     const Outcome o = session.decide(job, st.usable, offered, [&](int mi) { return m.nodes[mi].gpus; },
                                      SelectMode::RunNow, now);
 
+    // The Outcome as select/m2g applies it, cons_tres's part being this
+    // report: the offer it would decide on, or the engine's placement.
     std::string out;
-    if (o.offer == Outcome::Offer::Stock) {
-        out = stock_answer(m, st, o, a.json);
-    } else {
+    std::vector<uint8_t> allowed = st.usable;
+    OfferActions act;
+    act.rule_out = [&](const std::vector<int>& nodes) {
+        for (int mi : nodes)
+            allowed[mi] = 0;
+    };
+    act.test_offer = [&] {
+        out = stock_answer(m, allowed, o, a.json);
+        return true;
+    };
+    act.test_only = [&](const std::vector<int>&) {
+        out = format_placement(m, o.placement, a.json);
+        return true;
+    };
+    if (!session.apply(o, act).accepted) {
         Placement shown = o.placement;
-        if (o.offer == Outcome::Offer::Refuse && o.verdict != SelectVerdict::Waiting) {
+        if (o.verdict != SelectVerdict::Waiting) {
             shown = Placement{};  // the signals block it before any placement
             shown.reason = o.reason;
         }
         out = format_placement(m, shown, a.json);
     }
-    // What the signals gate avoided or noted (Outcome::signals_note is
-    // " signals=<notes>"), and the feed it read.
-    const std::string_view note_key = " signals=";
-    const std::string notes =
-        o.signals_note.rfind(note_key, 0) == 0 ? o.signals_note.substr(note_key.size()) : std::string();
+    // What the signals gate avoided or noted, and the feed it read.
+    const std::string& notes = o.signals;
     if (a.json) {
         std::string extra;
         if (!notes.empty())

@@ -28,9 +28,6 @@ std::vector<std::string> names(const Model& m, const std::vector<int>& idx, bool
     return out;
 }
 
-// Outcome::signals_note is " signals=<what the gate avoided>" (session.hpp).
-constexpr std::string_view kSignalsNote = " signals=";
-
 // The placement part of a job that waits under `policy` because of `wait`
 // (None, a gate without notes, is written as Other), said as `reason`.
 PlacementAnnotation waiting_part(const std::string& policy, WaitCause wait, const std::string& reason)
@@ -425,14 +422,13 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
             p = engine_->place(req, usable_, state);
         }
     }
-    const std::string gate_note = gate.reason.empty() ? "" : std::string(kSignalsNote) + gate.reason;
     if (prefer && !req.fallback && since > 0)
         o.fallback_at = since + pol.prefer_wait_sec;
 
     if (!p.ok) {
         if (run_now)
             o.annotation_now = waiting_text(policy, p, gate.reason, o.fallback_at > 0 ? since : 0);
-        o.signals_note = gate_note;
+        o.signals = gate.reason;
         o.placement = std::move(p);
         // Best effort is allowed: cons_tres decides on everything allowed.
         if (req.locality == Locality::Prefer && req.fallback)
@@ -450,7 +446,7 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
     o.annotate_placed = run_now;
     o.score = p.score;
     o.reason = p.reason;
-    o.signals_note = gate_note;
+    o.signals = gate.reason;
     o.placement = std::move(p);
     return o;
 }
@@ -472,9 +468,40 @@ std::string PlacementSession::placed_annotation(const Outcome& o, const std::vec
     a.policy = o.policy;
     a.score = o.score;
     a.reason = o.reason;
-    if (o.signals_note.rfind(kSignalsNote, 0) == 0)
-        a.signals = o.signals_note.substr(kSignalsNote.size());
+    a.signals = o.signals;
     return format(a);
+}
+
+Applied PlacementSession::apply(const Outcome& o, const OfferActions& act) const
+{
+    auto annotate = [&](const std::string& text) {
+        if (!text.empty() && act.annotate)
+            act.annotate(text);
+    };
+    if (!o.ruled_out.empty())
+        act.rule_out(o.ruled_out);
+    annotate(o.annotation_now);
+    Applied r;
+    switch (o.offer) {
+    case Outcome::Offer::Refuse:
+        r.verdict = o.verdict_after(false);
+        return r;
+    case Outcome::Offer::Stock:
+        r.accepted = act.test_offer();
+        if (r.accepted)
+            annotate(o.annotation_accepted);
+        r.verdict = o.verdict_after(r.accepted);
+        return r;
+    case Outcome::Offer::Narrowed:
+        break;
+    }
+    r.accepted = act.test_only(o.nodes);
+    r.verdict = o.verdict_after(r.accepted);
+    if (r.accepted && o.annotate_placed && act.annotate)
+        annotate(placed_annotation(o, act.chosen()));
+    if (!r.accepted && o.fallback_to_allowed)
+        r.accepted = act.test_offer();  // prefer, wait over: cons_tres on everything allowed
+    return r;
 }
 
 // A job began: book its power per domain until the feed reports the new

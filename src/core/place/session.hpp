@@ -16,17 +16,18 @@
 // Slurm node indexes to model indexes (find_node), filling JobFacts from
 // job_record_t, calling cons_tres with the bitmaps an Outcome describes,
 // writing AdminComment with set_annotation(), and timing each call for
-// counters(). For one job_test:
+// counters(). For one job_test the adapter calls decide(), then apply()
+// with its OfferActions (cons_tres on Slurm's bitmaps), which carries the
+// Outcome out in this order:
 //
-//   Outcome o = s.decide(facts, offered, bit_set_count(bitmap), free_gpus, mode, now);
-//   clear o.ruled_out from the bitmap;
+//   clear o.ruled_out from the offer;
 //   write o.annotation_now (if any);
 //   Offer::Refuse    → fail;
-//   Offer::Stock     → cons_tres on the bitmap; accepted: write o.annotation_accepted (if any);
+//   Offer::Stock     → cons_tres on the offer; accepted: write o.annotation_accepted (if any);
 //   Offer::Narrowed  → cons_tres on o.nodes only; accepted: those are the
 //                      job's nodes, and with o.annotate_placed write
 //                      placed_annotation(o, chosen names); refused and
-//                      o.fallback_to_allowed: cons_tres on the bitmap;
+//                      o.fallback_to_allowed: cons_tres on the offer;
 //   count o.verdict_after(accepted).
 //
 // The simulator and `m2g place` run the same policy on a model they hold:
@@ -128,7 +129,7 @@ struct Outcome {
     std::string policy;        // "strict:nvlink", ...
     double score = 0;          // the engine's placement
     std::string reason;        // Narrowed: the engine's; Refuse: why the job waits
-    std::string signals_note;  // " signals=<what the gate avoided>" or ""
+    std::string signals;       // what the signals gate avoided or noted ("": nothing)
     // The engine's placement when it ran (Narrowed, or Refuse because no
     // placement meets the intent): what `m2g place` reports.
     Placement placement;
@@ -137,6 +138,23 @@ struct Outcome {
     // whether this call started the clock.
     int64_t fallback_at = 0;
     bool clock_started = false;
+};
+
+// What applying an Outcome asks of Slurm's cons_tres, or of what stands in
+// for it (the simulator's tree placer, `m2g place`'s report). Model node
+// indices throughout; the adapter maps them to its bitmaps.
+struct OfferActions {
+    std::function<void(const std::vector<int>& model_nodes)> rule_out;  // clear them from the offer
+    std::function<bool()> test_offer;                                  // cons_tres on the offer as cleared
+    std::function<bool(const std::vector<int>& model_nodes)> test_only;  // on these only; true: the job's nodes
+    std::function<void(const std::string& text)> annotate;             // empty: nothing is written
+    std::function<std::vector<std::string>()> chosen;                  // node names the job got, after a test
+};
+
+// apply()'s answer: whether the job got nodes, and the verdict to count.
+struct Applied {
+    bool accepted = false;
+    SelectVerdict verdict = SelectVerdict::Stock;
 };
 
 // Where the session logs: `log` (Info, Warning, Error; also the signals
@@ -184,6 +202,10 @@ class PlacementSession {
     // The AdminComment placement text once cons_tres chose
     // `chosen_nodes` (Slurm node names) from a Narrowed offer.
     std::string placed_annotation(const Outcome& o, const std::vector<std::string>& chosen_nodes) const;
+
+    // Carry `o` out through `act` in the order above (the only place that
+    // order lives; select/m2g, the simulator and `m2g place` call it).
+    Applied apply(const Outcome& o, const OfferActions& act) const;
 
     // A job began on `model_nodes` (its nodes the model knows): book its
     // power per domain until the feed's next snapshot, its GPUs in the

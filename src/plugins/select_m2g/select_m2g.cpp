@@ -499,36 +499,30 @@ static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
         }
         const m2g::Outcome o =
             g_session->decide(facts, g.offered, bit_set_count(bitmap), free_on, sm, now, free_at);
-        for (int mi : o.ruled_out)
-            if (g.model_to_slurm[mi] >= 0)
-                bit_clear(bitmap, g.model_to_slurm[mi]);
-        if (!o.annotation_now.empty())
-            annotate(job_ptr, o.annotation_now);
-        if (o.offer == m2g::Outcome::Offer::Refuse) {
-            verdict = o.verdict_after(false);
-            return SLURM_ERROR;
-        }
-        if (o.offer == m2g::Outcome::Offer::Stock) {
-            const int rc = stock(bitmap);
-            if (rc == SLURM_SUCCESS && !o.annotation_accepted.empty())
-                annotate(job_ptr, o.annotation_accepted);
-            verdict = o.verdict_after(rc == SLURM_SUCCESS);
-            return rc;
-        }
-        bitstr_t* narrowed = bit_alloc(bit_size(bitmap));
-        for (int mi : o.nodes)
-            if (g.model_to_slurm[mi] >= 0)
-                bit_set(narrowed, g.model_to_slurm[mi]);
-        const int rc = stock(narrowed);
-        if (rc == SLURM_SUCCESS)
-            bit_copybits(bitmap, narrowed);
-        FREE_NULL_BITMAP(narrowed);
-        verdict = o.verdict_after(rc == SLURM_SUCCESS);
-        if (rc == SLURM_SUCCESS && o.annotate_placed)
-            annotate(job_ptr, g_session->placed_annotation(o, node_names(bitmap)));
-        if (rc == SLURM_SUCCESS || !o.fallback_to_allowed)
-            return rc;
-        return stock(bitmap);  // prefer, wait over: cons_tres on everything allowed
+        // The Outcome onto Slurm's bitmap: the session holds the order.
+        int rc = SLURM_ERROR;
+        m2g::OfferActions act;
+        act.rule_out = [&](const std::vector<int>& mis) {
+            for (int mi : mis)
+                if (g.model_to_slurm[mi] >= 0)
+                    bit_clear(bitmap, g.model_to_slurm[mi]);
+        };
+        act.test_offer = [&] { return (rc = stock(bitmap)) == SLURM_SUCCESS; };
+        act.test_only = [&](const std::vector<int>& mis) {
+            bitstr_t* narrowed = bit_alloc(bit_size(bitmap));
+            for (int mi : mis)
+                if (g.model_to_slurm[mi] >= 0)
+                    bit_set(narrowed, g.model_to_slurm[mi]);
+            rc = stock(narrowed);
+            if (rc == SLURM_SUCCESS)
+                bit_copybits(bitmap, narrowed);
+            FREE_NULL_BITMAP(narrowed);
+            return rc == SLURM_SUCCESS;
+        };
+        act.annotate = [&](const std::string& text) { annotate(job_ptr, text); };
+        act.chosen = [&] { return node_names(bitmap); };
+        verdict = g_session->apply(o, act).verdict;
+        return rc;
     } catch (const std::exception& e) {
         error("%sJobId=%u: %s; cons_tres decides alone", kLog, job_ptr->job_id, e.what());
     } catch (...) {

@@ -183,16 +183,18 @@ bool Simulator::select_nodes(const JobFacts& f, const std::vector<uint8_t>& offe
     const int total = static_cast<int>(std::count(offer.begin(), offer.end(), uint8_t(1)));
     const Outcome o = select->decide(f, offer, total, free_now, mode, epoch(now));
     clock_started = o.clock_started;
-    if (o.offer == Outcome::Offer::Refuse)
-        return false;
-    if (o.offer == Outcome::Offer::Narrowed) {
-        picked = o.nodes;  // cons_tres takes them: all are offered with the job's GPUs free
-        return true;
-    }
     stock_offer = offer;
-    for (int n : o.ruled_out)
-        stock_offer[n] = 0;
-    return placer->place(f.nodes, stock_offer, picked);
+    OfferActions act;
+    act.rule_out = [&](const std::vector<int>& nodes) {
+        for (int n : nodes)
+            stock_offer[n] = 0;
+    };
+    act.test_offer = [&] { return placer->place(f.nodes, stock_offer, picked); };
+    act.test_only = [&](const std::vector<int>& nodes) {
+        picked = nodes;  // cons_tres takes them: all are offered with the job's GPUs free
+        return true;
+    };
+    return select->apply(o, act).accepted;
 }
 
 // Can a job ever start? (On an empty healthy cluster; for m2g,

@@ -403,7 +403,7 @@ TEST_F(Session, TestOnlyIsNeverBlockedBySignals)
     EXPECT_EQ(ever.nodes, (std::vector<int>{0, 1}));
     EXPECT_TRUE(ever.ruled_out.empty());
     EXPECT_TRUE(ever.annotation_now.empty());
-    EXPECT_EQ(ever.signals_note, "");
+    EXPECT_EQ(ever.signals, "");
 }
 
 TEST_F(Session, MaintenanceClearsNodesFromEveryPath)
@@ -430,6 +430,80 @@ TEST_F(Session, MaintenanceClearsNodesFromEveryPath)
     EXPECT_EQ(o.ruled_out, (std::vector<int>{0, 1}));
     EXPECT_EQ(o.annotation_now, "waiting policy=prefer:nvlink wait=maintenance reason=maintenance mw-1: 2 nodes avoided");
     expect_typed_as_legacy(o.annotation_now);
+}
+
+// apply() carries an Outcome out in one order for select/m2g, the simulator
+// and `m2g place`: a recording cons_tres shows each call.
+struct RecordingOffer {
+    std::vector<std::string> calls;
+    bool only_accepts = true, offer_accepts = true;
+    OfferActions actions()
+    {
+        OfferActions a;
+        a.rule_out = [this](const std::vector<int>& n) { calls.push_back("rule_out " + std::to_string(n.size())); };
+        a.test_offer = [this] {
+            calls.push_back("offer");
+            return offer_accepts;
+        };
+        a.test_only = [this](const std::vector<int>& n) {
+            calls.push_back("only " + std::to_string(n.size()));
+            return only_accepts;
+        };
+        a.annotate = [this](const std::string& t) { calls.push_back("annotate " + t.substr(0, t.find(' '))); };
+        a.chosen = [] { return std::vector<std::string>{"n3", "n4"}; };
+        return a;
+    }
+};
+
+TEST_F(Session, ApplyFallsBackToTheOfferOnlyWhenTheOutcomeAllowsIt)
+{
+    load("", "\"maintenance\": [{\"id\": \"mw-1\", \"start\": " + std::to_string(now_ - 60) +
+                 ", \"end\": " + std::to_string(now_ + 7200) + ", \"nodes\": \"n[1-2]\"}]");
+    // strict, cons_tres refuses the narrowed set: the job waits, nothing else is asked.
+    const Outcome strict = decide(job("strict:nvlink", 2), SelectMode::RunNow);
+    ASSERT_EQ(strict.offer, Offer::Narrowed);
+    RecordingOffer r;
+    r.only_accepts = false;
+    Applied a = session_.apply(strict, r.actions());
+    EXPECT_EQ(r.calls, (std::vector<std::string>{"rule_out 2", "only 2"}));
+    EXPECT_FALSE(a.accepted);
+    EXPECT_EQ(a.verdict, SelectVerdict::Waiting);
+    // accepted: the placed part is written with the nodes cons_tres chose.
+    r = RecordingOffer{};
+    a = session_.apply(strict, r.actions());
+    EXPECT_EQ(r.calls, (std::vector<std::string>{"rule_out 2", "only 2", "annotate domains=d2"}));
+    EXPECT_EQ(a.verdict, SelectVerdict::Placed);
+
+    // prefer with its wait over, refused: cons_tres on the cleared offer.
+    JobFacts f = job("prefer:nvlink", 2);
+    f.wait_over = true;
+    const Outcome prefer = decide(f, SelectMode::RunNow);
+    ASSERT_EQ(prefer.offer, Offer::Narrowed);
+    ASSERT_TRUE(prefer.fallback_to_allowed);
+    r = RecordingOffer{};
+    r.only_accepts = false;
+    a = session_.apply(prefer, r.actions());
+    EXPECT_EQ(r.calls, (std::vector<std::string>{"rule_out 2", "only 2", "offer"}));
+    EXPECT_TRUE(a.accepted);
+    EXPECT_EQ(a.verdict, SelectVerdict::Stock);
+
+    // any: cons_tres on the cleared offer; the accepted text only when it accepts.
+    const Outcome any = decide(job("any", 2), SelectMode::RunNow);
+    r = RecordingOffer{};
+    a = session_.apply(any, r.actions());
+    EXPECT_EQ(r.calls, (std::vector<std::string>{"rule_out 2", "offer", "annotate policy=any"}));
+    r = RecordingOffer{};
+    r.offer_accepts = false;
+    a = session_.apply(any, r.actions());
+    EXPECT_EQ(r.calls, (std::vector<std::string>{"rule_out 2", "offer"}));
+    EXPECT_FALSE(a.accepted);
+
+    // refused by the gate: cleared, the waiting text written, no cons_tres.
+    const Outcome blocked = decide(job("prefer:nvlink", 7), SelectMode::RunNow);
+    r = RecordingOffer{};
+    a = session_.apply(blocked, r.actions());
+    EXPECT_EQ(r.calls, (std::vector<std::string>{"rule_out 2", "annotate waiting"}));
+    EXPECT_EQ(a.verdict, SelectVerdict::Blocked);
 }
 
 // Racks and rows over budget that leave too few nodes: the record names them.
@@ -492,7 +566,7 @@ TEST_F(Session, JobStartedBooksItsPowerUntilTheNextSnapshot)
     EXPECT_EQ(o.ruled_out, (std::vector<int>{0, 1}));
     ASSERT_EQ(o.offer, Offer::Narrowed);
     EXPECT_EQ(o.nodes, (std::vector<int>{2, 3}));
-    EXPECT_EQ(o.signals_note, " signals=rack d1 over budget: 0.5 kW free, job needs 2.0 kW/node");
+    EXPECT_EQ(o.signals, "rack d1 over budget: 0.5 kW free, job needs 2.0 kW/node");
     // Not deferrable (no class): power never trims it.
     EXPECT_TRUE(decide(job("prefer:nvlink", 2), SelectMode::RunNow).ruled_out.empty());
 

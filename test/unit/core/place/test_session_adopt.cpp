@@ -78,7 +78,7 @@ TEST_F(Adopt, PlacesWithTheCallersSignalsAndHealth)
     EXPECT_TRUE(o.placement.ok);
     EXPECT_EQ(o.placement.nodes, o.nodes);
     EXPECT_EQ(o.placement.reason, o.reason);
-    EXPECT_EQ(o.signals_note, " signals=maintenance mw1: 2 nodes avoided");
+    EXPECT_EQ(o.signals, "maintenance mw1: 2 nodes avoided");
 }
 
 TEST_F(Adopt, SaysWhyAJobWaits)
@@ -90,7 +90,7 @@ TEST_F(Adopt, SaysWhyAJobWaits)
     EXPECT_FALSE(waits.placement.ok);
     EXPECT_FALSE(waits.reason.empty());
     EXPECT_EQ(waits.reason, waits.placement.reason);
-    EXPECT_EQ(waits.signals_note, " signals=maintenance mw1: 2 nodes avoided");
+    EXPECT_EQ(waits.signals, "maintenance mw1: 2 nodes avoided");
 
     // Seven: fewer nodes left than the job accepts, before any placement.
     const Outcome blocked = decide(7, 7);
