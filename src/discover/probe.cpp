@@ -23,6 +23,7 @@
 #include "m2g_config.h"
 #include "core/base/error.hpp"
 #include "core/base/hostlist.hpp"
+#include "core/base/text.hpp"
 
 namespace m2g {
 
@@ -102,15 +103,6 @@ double ib_rate_gbps(unsigned active_width, unsigned active_speed)
 
 namespace {
 
-std::string short_hostname()
-{
-    char buf[256] = {0};
-    if (gethostname(buf, sizeof buf - 1) != 0)
-        return "";
-    std::string h = buf;
-    auto dot = h.find('.');
-    return dot == std::string::npos ? h : h.substr(0, dot);
-}
 
 // "mlx5_2" < "mlx5_10": digits compare as numbers.
 

@@ -45,6 +45,7 @@
 #include "slurmapi/slurm_view.hpp"
 #include "core/model/config.hpp"
 #include "core/base/error.hpp"
+#include "tools/net/daemon.hpp"
 #include "tools/net/listen.hpp"
 #include "core/power/signals.hpp"
 #include "core/obs/stats.hpp"
@@ -564,13 +565,7 @@ int main(int argc, char** argv)
             return refresher.up() ? 0 : 1;
         }
 
-        // SIGTERM/SIGINT go to sigwait() below: block them before any thread starts.
-        sigset_t stop_signals;
-        sigemptyset(&stop_signals);
-        sigaddset(&stop_signals, SIGTERM);
-        sigaddset(&stop_signals, SIGINT);
-        pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-        signal(SIGPIPE, SIG_IGN);
+        m2g::StopSignals stop_signals;  // before any thread starts
 
         Server srv;
         srv.cluster = refresher.model().cluster_name.empty() ? "(unnamed)" : refresher.model().cluster_name;
@@ -592,32 +587,14 @@ int main(int argc, char** argv)
         if (!where.loopback)
             log("note: " + where.host + " is not a loopback address: whoever reaches it can read these metrics");
 
-        std::mutex mu;
-        std::condition_variable cv;
-        bool stop = false;
-        std::thread refresh_thread([&] {
-            std::unique_lock<std::mutex> lk(mu);
-            while (!cv.wait_for(lk, std::chrono::seconds(interval), [&] { return stop; })) {
-                lk.unlock();
-                auto text = std::make_shared<const std::string>(refresher.refresh());
-                {
-                    std::lock_guard<std::mutex> slk(srv.mu);
-                    srv.metrics = std::move(text);
-                }
-                lk.lock();
-            }
+        m2g::Periodic refresh(std::chrono::seconds(interval), [&] {
+            auto text = std::make_shared<const std::string>(refresher.refresh());
+            std::lock_guard<std::mutex> lk(srv.mu);
+            srv.metrics = std::move(text);
         });
-
-        int sig = 0;
-        sigwait(&stop_signals, &sig);
-        log(std::string("stopping on ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
+        log("stopping on " + stop_signals.wait());
         MHD_stop_daemon(d);
-        {
-            std::lock_guard<std::mutex> lk(mu);
-            stop = true;
-        }
-        cv.notify_all();
-        refresh_thread.join();
+        refresh.stop();
         return 0;
     } catch (const std::exception& e) {
         log(std::string("error: ") + e.what());

@@ -14,12 +14,10 @@
 
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "m2g_config.h"
 #include "nodeagent/agent.hpp"
@@ -27,6 +25,8 @@
 #include "nodeagent/server.hpp"
 #include "core/base/error.hpp"
 #include "core/obs/telemetry.hpp"
+#include "core/base/text.hpp"
+#include "tools/net/daemon.hpp"
 
 namespace {
 
@@ -41,15 +41,6 @@ void log_line(const std::string& msg)
     std::fflush(stderr);
 }
 
-std::string short_hostname()
-{
-    char buf[256] = {0};
-    if (gethostname(buf, sizeof buf - 1) != 0)
-        return "";
-    std::string h = buf;
-    auto dot = h.find('.');
-    return dot == std::string::npos ? h : h.substr(0, dot);
-}
 
 // --state-dir: created (0700) when missing; must be a directory.
 std::string state_file(const std::string& dir)
@@ -100,7 +91,7 @@ int main(int argc, char** argv)
     try {
         const na::Listen where = na::parse_listen(listen);
         if (node.empty())
-            node = short_hostname();
+            node = m2g::short_hostname();
         na::AgentOptions o;
         o.node = node;
         o.job_map_dir = m2g::node_dir(job_map, node);
@@ -111,13 +102,7 @@ int main(int argc, char** argv)
         o.state_file = state_file(state_dir);
         o.log = log_line;
 
-        // SIGTERM/SIGINT go to sigwait() below: block them before any thread starts.
-        sigset_t stop_signals;
-        sigemptyset(&stop_signals);
-        sigaddset(&stop_signals, SIGTERM);
-        sigaddset(&stop_signals, SIGINT);
-        pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-        signal(SIGPIPE, SIG_IGN);
+        m2g::StopSignals stop_signals;  // before any thread starts
 
         na::NvmlPower power(nvml);
         na::NodeAgent agent(power, o);
@@ -131,27 +116,9 @@ int main(int argc, char** argv)
             log_line("note: " + where.host + " is not a loopback address and no --token-file is set: whoever reaches "
                 "it can change this node's GPU power limits");
 
-        std::mutex mu;
-        std::condition_variable cv;
-        bool stop = false;
-        std::thread reconcile_thread([&] {
-            std::unique_lock<std::mutex> lk(mu);
-            while (!cv.wait_for(lk, std::chrono::seconds(reconcile_sec), [&] { return stop; })) {
-                lk.unlock();
-                agent.reconcile();
-                lk.lock();
-            }
-        });
-
-        int sig = 0;
-        sigwait(&stop_signals, &sig);
-        log_line(std::string("stopping on ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + "; caps in force stay");
-        {
-            std::lock_guard<std::mutex> lk(mu);
-            stop = true;
-        }
-        cv.notify_all();
-        reconcile_thread.join();
+        m2g::Periodic reconcile(std::chrono::seconds(reconcile_sec), [&agent] { agent.reconcile(); });
+        log_line("stopping on " + stop_signals.wait() + "; caps in force stay");
+        reconcile.stop();
         return 0;
     } catch (const std::exception& e) {
         log_line(std::string("error: ") + e.what());

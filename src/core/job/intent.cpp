@@ -14,6 +14,7 @@
 
 #include "core/base/error.hpp"
 #include "core/base/keys.hpp"
+#include "core/base/text.hpp"
 
 namespace m2g {
 
@@ -308,14 +309,6 @@ void merge_under(JobIntent& e, const JobIntent& r)
         e.runtime_s = r.runtime_s;
 }
 
-namespace {
-std::string fmt_number(double v)
-{
-    std::ostringstream os;
-    os << v;
-    return os.str();
-}
-}  // namespace
 
 std::vector<std::pair<std::string, std::string>> encode_intent(const JobIntent& i)
 {
@@ -347,7 +340,7 @@ std::vector<std::pair<std::string, std::string>> encode_intent(const JobIntent& 
     if (i.gpus)
         out.emplace_back(kw::kEnvGpus, std::to_string(i.gpus));
     if (i.power_w_per_gpu > 0)
-        out.emplace_back(kw::kEnvPowerPerGpu, fmt_number(i.power_w_per_gpu));
+        out.emplace_back(kw::kEnvPowerPerGpu, general(i.power_w_per_gpu));
     if (i.runtime_s)
         out.emplace_back(kw::kEnvRuntime, std::to_string(i.runtime_s));
     return out;

@@ -30,7 +30,8 @@ struct SlurmSwitch {
 // Children come before parents.
 std::vector<SlurmSwitch> slurm_switches(const Model& m);
 
-// Node indices as one Slurm hostlist ("r01n[01-18]").
+// Node indices as one Slurm hostlist ("r01n[01-18]"); indices outside the
+// model are skipped, names hostlist_compress refuses are joined by ",".
 std::string node_hostlist(const Model& m, const std::vector<int>& nodes);
 
 // topology/block's view: one block per NVLink domain with nodes, then one

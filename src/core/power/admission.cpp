@@ -5,6 +5,7 @@
 
 #include "core/job/annotation.hpp"
 #include "core/base/keys.hpp"
+#include "core/base/text.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -185,19 +186,6 @@ int Pacer::gpus_in_interval(const AdmissionPolicy& p, int64_t now) const
 
 namespace {
 
-std::string kw1(double kw)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.1f", kw);
-    return buf;
-}
-
-std::string num(double v)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    return buf;
-}
 
 // AdminComment-safe: one line, no ';' or ']'.
 std::string one_line(std::string s)
@@ -213,13 +201,6 @@ std::string one_line(std::string s)
     return s;
 }
 
-std::string join(const std::vector<std::string>& v, const char* sep)
-{
-    std::string out;
-    for (const std::string& s : v)
-        out += (out.empty() ? "" : sep) + s;
-    return out;
-}
 
 std::string class_name(WorkloadClass c)
 {
@@ -247,7 +228,7 @@ std::string event_desc(const CurtailmentEvent& e)
     std::string scope = e.scope == EventScope::Site ? "site"
                         : e.scope == EventScope::Row ? "row " + e.scope_name
                                                      : "rack " + e.scope_name;
-    const std::string cut = e.curtail_pct > 0 ? "-" + num(e.curtail_pct) + "%" : "-" + num(e.curtail_kw) + " kW";
+    const std::string cut = e.curtail_pct > 0 ? "-" + general(e.curtail_pct) + "%" : "-" + general(e.curtail_kw) + " kW";
     return "(" + scope + " " + cut + ")";
 }
 
@@ -358,7 +339,7 @@ class Decider {
         deadline_ = r_.intent.defer == DeferConsent::Until ? r_.intent.defer_until : 0;
         deadline_reached_ = deadline_ > 0 && deadline_ <= t0_;
         tail_ = "class=" + class_name(r_.intent.workload_class) + " consent=" + consent_name(r_.intent) + ", " +
-                kw1(d_.power_kw) + " kW";
+                fixed(d_.power_kw, 1) + " kW";
 
         // 1. Maintenance, for every job.
         if (std::optional<Decision> out = maintenance())
@@ -603,7 +584,7 @@ class Decider {
         }
         return done(Verdict::Pace, begin,
                     with_tail("pace: " + why + " during " + what + ", GPUs start at " + format_utc(begin) +
-                              " (RampRateKWPerMin=" + num(p_.ramp_rate_kw_per_min) +
+                              " (RampRateKWPerMin=" + general(p_.ramp_rate_kw_per_min) +
                               " PaceGpusPerInterval=" + std::to_string(p_.pace_gpus_per_interval) +
                               " PaceIntervalSec=" + std::to_string(p_.pace_interval_sec) + ")"));
     }
@@ -615,18 +596,18 @@ class Decider {
         const double budget = effective_budget_kw(m_, s_, EventScope::Site, kNone, t0_);
         if (budget >= 0 && events_.empty() && d_.power_kw > budget) {
             d_.cause = "power:site";
-            d_.message = "m2g: this job needs an estimated " + kw1(d_.power_kw) + " kW (" + std::to_string(r_.gpus) +
-                         " GPUs x " + num(watts_) + " W), more than the site's power budget of " + kw1(budget) +
+            d_.message = "m2g: this job needs an estimated " + fixed(d_.power_kw, 1) + " kW (" + std::to_string(r_.gpus) +
+                         " GPUs x " + general(watts_) + " W), more than the site's power budget of " + fixed(budget, 1) +
                          " kW, so it can never start. Ask for fewer GPUs, or if the estimate is too high set a "
                          "recipe (--m2g-recipe) or PowerPerGpuW for its class in m2g.conf.";
             return done(Verdict::Reject, 0,
-                        with_tail("reject: job needs " + kw1(d_.power_kw) + " kW, site budget " + kw1(budget) +
+                        with_tail("reject: job needs " + fixed(d_.power_kw, 1) + " kW, site budget " + fixed(budget, 1) +
                                   " kW"));
         }
         const double draw = s_ ? s_->site.draw_kw : -1;
         if (budget >= 0 && draw >= 0 && draw + d_.power_kw > budget) {
-            const std::string what = "site power " + kw1(std::max(0.0, budget - draw)) + " kW free of " +
-                                     kw1(budget) + " kW, job needs " + kw1(d_.power_kw) + " kW";
+            const std::string what = "site power " + fixed(std::max(0.0, budget - draw), 1) + " kW free of " +
+                                     fixed(budget, 1) + " kW, job needs " + fixed(d_.power_kw, 1) + " kW";
             if (d_.deferrable && !deadline_reached_) {
                 int64_t begin = r_.now + p_.power_retry_sec;
                 if (deadline_ > 0)
@@ -815,7 +796,7 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
                 }
                 if (k) {
                     note(WaitCause::RackPower, "rack " + m.domains[d].name + " over budget: " +
-                                                   kw1(std::max(0.0, head)) + " kW free, job needs " + kw1(node_kw) +
+                                                   fixed(std::max(0.0, head), 1) + " kW free, job needs " + fixed(node_kw, 1) +
                                                    " kW/node" + upcoming_note(soon));
                     racks_over.push_back(m.domains[d].name);
                 }
@@ -846,8 +827,8 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
                 for (int n : fd.nodes)
                     k += clear(n);
                 if (k) {
-                    note(WaitCause::RowPower, "row " + fd.name + " over budget: " + kw1(std::max(0.0, head)) +
-                                                  " kW free, job needs " + kw1(job_kw) + " kW" + upcoming_note(soon));
+                    note(WaitCause::RowPower, "row " + fd.name + " over budget: " + fixed(std::max(0.0, head), 1) +
+                                                  " kW free, job needs " + fixed(job_kw, 1) + " kW" + upcoming_note(soon));
                     rows_over.push_back(fd.name);
                 }
             }
@@ -860,13 +841,13 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
                     all_started += started(d);
                 const double head = budget - s->site.draw_kw - all_started;
                 if (head < job_kw) {
-                    blocked = "site power: " + kw1(std::max(0.0, head)) + " kW free of " + kw1(budget) + " kW" +
+                    blocked = "site power: " + fixed(std::max(0.0, head), 1) + " kW free of " + fixed(budget, 1) + " kW" +
                               upcoming_note(soon);
                     blocked_by = WaitCause::SitePower;
                     for (const CurtailmentEvent* e : active_events(s, r.now))
                         if (e->scope == EventScope::Site) {
                             const std::string cut =
-                                e->curtail_pct > 0 ? "-" + num(e->curtail_pct) + "%" : "-" + num(e->curtail_kw) + " kW";
+                                e->curtail_pct > 0 ? "-" + general(e->curtail_pct) + "%" : "-" + general(e->curtail_kw) + " kW";
                             blocked += " (event " + e->id + " " + cut + ")";
                             break;
                         }

@@ -11,18 +11,12 @@
 #include "core/job/annotation.hpp"
 #include "core/job/intent.hpp"
 #include "core/power/admission_session.hpp"
+#include "core/base/text.hpp"
 
 namespace m2g {
 
 namespace {
 
-std::string join(const std::vector<std::string>& v, const char* sep)
-{
-    std::string out;
-    for (const std::string& s : v)
-        out += (out.empty() ? "" : sep) + s;
-    return out;
-}
 
 // NoDeferAction=convert: the job's own intent says --m2g-defer=ok from now
 // on (M2G_DEFER=..., or with the SPANK_ prefixes decode_intent accepts), so

@@ -23,6 +23,7 @@
 #include "core/base/hostlist.hpp"
 #include "core/base/json.hpp"
 #include "core/base/keys.hpp"
+#include "core/base/text.hpp"
 
 namespace m2g {
 
@@ -32,12 +33,6 @@ namespace {
 // feed is rejected.
 constexpr int64_t kMaxFutureSkew = 300;
 
-std::string num(double v)
-{
-    std::ostringstream ss;
-    ss << v;
-    return ss.str();
-}
 
 // ---- the feed parser -----------------------------------------------------------
 
@@ -151,7 +146,7 @@ void FeedParser::check_keys(json_object* o, const std::string& path, std::initia
 
 double FeedParser::number(json_object* v, const std::string& path, double min, bool exclusive, const char* unit) const
 {
-    const std::string what = std::string("a number ") + (exclusive ? "> " : ">= ") + num(min) + unit;
+    const std::string what = std::string("a number ") + (exclusive ? "> " : ">= ") + general(min) + unit;
     if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
         expected(path, what, v);
     const double d = json_object_get_double(v);
@@ -364,7 +359,7 @@ void FeedParser::events(json_object* v, Signals& s) const
             const std::string pp = at(p, kw::kSigCurtailPct);
             ev.curtail_pct = number(pct, pp, 0, true, " (percent of the scope's budget)");
             if (ev.curtail_pct > 100)
-                fail(pp, num(ev.curtail_pct) + " is out of range; accepted: 0 < curtail_pct <= 100");
+                fail(pp, general(ev.curtail_pct) + " is out of range; accepted: 0 < curtail_pct <= 100");
         } else {
             ev.curtail_kw = number(kwv, at(p, kw::kSigCurtailKW), 0, true, " (kW)");
         }

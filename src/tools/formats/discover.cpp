@@ -20,6 +20,7 @@
 #include "core/base/hostlist.hpp"
 #include "core/power/signals.hpp"
 #include "core/base/keys.hpp"
+#include "core/base/text.hpp"
 
 namespace m2g {
 
@@ -233,12 +234,6 @@ std::string switch_name(const std::string& desc)
 
 // Natural order: "n2" before "n10".
 
-std::string num(double v)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    return buf;
-}
 
 }  // namespace
 
@@ -389,7 +384,7 @@ std::string format_node_facts(const NodeFacts& f)
     line("host:", f.hostname + " at " + format_utc(f.generated_at));
     line("cpu:", std::to_string(f.packages) + " packages, " + std::to_string(f.cores) + " cores, " +
                      std::to_string(f.pus) + " PUs, " + std::to_string(f.numa_nodes) + " NUMA nodes, " +
-                     num(static_cast<double>(f.memory_bytes) / (1ULL << 30)) + " GiB (hwloc: " + status(f.hwloc) + ")");
+                     general(static_cast<double>(f.memory_bytes) / (1ULL << 30)) + " GiB (hwloc: " + status(f.hwloc) + ")");
     line("gpus:", std::to_string(f.gpus.size()) + " (NVML: " + status(f.nvml) +
                       (f.driver_version.empty() ? std::string() : ", driver " + f.driver_version) + ")");
     for (const GpuFacts& g : f.gpus) {
@@ -404,7 +399,7 @@ std::string format_node_facts(const NodeFacts& f)
         if (g.nvlinks >= 0)
             v += ", NVLinks " + std::to_string(g.nvlinks_active) + "/" + std::to_string(g.nvlinks) + " active";
         if (g.nvlink_gbps > 0)
-            v += ", " + num(g.nvlink_gbps) + " Gb/s";
+            v += ", " + general(g.nvlink_gbps) + " Gb/s";
         line("", v);
     }
     line("hcas:", std::to_string(f.hcas.size()) + " (ibverbs: " + status(f.ibverbs) + ")");
@@ -413,7 +408,7 @@ std::string format_node_facts(const NodeFacts& f)
                         (h.numa_node < 0 ? std::string() : ", NUMA " + std::to_string(h.numa_node));
         for (const PortFacts& p : h.ports)
             v += "; port " + std::to_string(p.port) + " " + p.state + " " + p.link_layer +
-                 (p.rate_gbps > 0 ? " " + num(p.rate_gbps) + " Gb/s" : std::string());
+                 (p.rate_gbps > 0 ? " " + general(p.rate_gbps) + " Gb/s" : std::string());
         line("", v);
     }
     const std::vector<std::string> problems = node_problems(f);
@@ -663,7 +658,7 @@ MergeResult write_cluster_conf(std::vector<LayoutHost> hosts, const LayoutOption
         if (h.nics > 0)
             c += " Nics=" + std::to_string(h.nics);
         if (h.nic_gbps > 0)
-            c += " NicGbps=" + num(h.nic_gbps);
+            c += " NicGbps=" + general(h.nic_gbps);
         c += "\n";
     }
     if (!keys.empty())
@@ -675,7 +670,7 @@ MergeResult write_cluster_conf(std::vector<LayoutHost> hosts, const LayoutOption
         c += "DomainName=" + domain_name[d] + " Nodes=" + hostlist_compress(members) + " Size=" +
              std::to_string(members.size());
         if (domain_gbps[d] > 0)
-            c += " NVLinkGbps=" + num(domain_gbps[d]);
+            c += " NVLinkGbps=" + general(domain_gbps[d]);
         if (!domain_note[d].empty())
             c += "  # " + domain_note[d];
         c += "\n";
@@ -711,7 +706,7 @@ MergeResult write_cluster_conf(std::vector<LayoutHost> hosts, const LayoutOption
             }
             auto up = o.uplink_gbps.find(sw);
             if (up != o.uplink_gbps.end() && up->second > 0)
-                line += " LinkGbps=" + num(up->second);
+                line += " LinkGbps=" + general(up->second);
             c += line + "\n";
             written.insert(sw);
         }

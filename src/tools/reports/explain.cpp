@@ -97,7 +97,7 @@ Where where_of(const Model& m, const JobView& job, const ParsedAnnotation& a)
         if (leaf != kNone)
             add_once(w.leaves, m.switches[leaf].name);
     }
-    w.nodes = hostlist_of(m, idx);
+    w.nodes = node_hostlist(m, idx);
     return w;
 }
 
@@ -247,7 +247,7 @@ class Explainer {
                         w = &x;
             if (w) {
                 e_.evidence.push_back("maintenance window " + w->id + (w->reason.empty() ? "" : " (" + w->reason + ")") +
-                                      " on " + hostlist_of(m_, w->nodes) + " from " + format_utc(w->start) + " to " +
+                                      " on " + node_hostlist(m_, w->nodes) + " from " + format_utc(w->start) + " to " +
                                       format_utc(w->end));
             } else {
                 e_.evidence.push_back("maintenance window " + id + " is not in the signals in force");

@@ -30,28 +30,7 @@ std::string num(double d) { return fmt("%g", d); }
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
-std::string join(const std::vector<std::string>& v, const char* sep)
-{
-    std::string out;
-    for (size_t i = 0; i < v.size(); ++i)
-        out += (i ? sep : "") + v[i];
-    return out;
-}
-
 std::string class_label(WorkloadClass c) { return c == WorkloadClass::Unset ? "none" : to_string(c); }
-
-std::string hostlist_of(const Model& m, const std::vector<int>& nodes)
-{
-    std::vector<std::string> names;
-    for (int n : nodes)
-        if (n >= 0 && static_cast<size_t>(n) < m.nodes.size())
-            names.push_back(m.nodes[n].name);
-    try {
-        return hostlist_compress(names);
-    } catch (...) {
-        return join(names, ",");
-    }
-}
 
 std::string elapsed(double seconds)
 {

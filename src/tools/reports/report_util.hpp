@@ -1,8 +1,8 @@
 // m2g tools: what `m2g status`, `m2g explain` and `m2g job` say alike —
 // numbers, times, names and JSON as all three write them, the job's power
 // per GPU, and how an event reads. Internal to src/tools/reports/ (in
-// namespace m2g::reports, so that generic names such as num() or join()
-// stay out of m2g::); the reports themselves live in
+// namespace m2g::reports, so that generic names such as num() stay out of
+// m2g::); the reports themselves live in
 //   parsed_annotation.cpp  the m2g:[...] AdminComment segment, as the
 //                          reports print it
 //   status.cpp             the cluster now (`m2g status`, m2g-exporter)
@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "core/base/json.hpp"  // JsonPtr
+#include "core/base/text.hpp"
 #include "core/job/intent.hpp"
+#include "core/model/export.hpp"  // node_hostlist
 #include "core/model/model.hpp"
 #include "core/power/signals.hpp"
 #include "tools/reports/parsed_annotation.hpp"
@@ -42,14 +44,10 @@ std::string num(double d);
 
 bool starts_with(std::string_view s, std::string_view p);
 
-std::string join(const std::vector<std::string>& v, const char* sep);
+using m2g::join;  // core/base/text.hpp
 
 // Class names as AdminComment and the exporter write them: "none" for Unset.
 std::string class_label(WorkloadClass c);
-
-// Model nodes as a Slurm hostlist ("r01n[01-04]"); indices outside the
-// model are skipped, and names hostlist_compress refuses are joined by ",".
-std::string hostlist_of(const Model& m, const std::vector<int>& nodes);
 
 // "1-02:03:04" / "2:00:00" (Slurm's elapsed time)
 std::string elapsed(double seconds);

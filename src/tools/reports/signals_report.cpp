@@ -14,18 +14,13 @@
 #include "core/base/hostlist.hpp"
 #include "core/base/json.hpp"  // JsonPtr
 #include "core/base/keys.hpp"
+#include "core/base/text.hpp"
+#include "core/model/export.hpp"
 
 namespace m2g {
 
 namespace {
 
-// 25, 12.5, 71.5: as the feed writes its numbers (an ostream's %g).
-std::string num(double v)
-{
-    std::ostringstream ss;
-    ss << v;
-    return ss.str();
-}
 
 // How long until an event starts or ends: "90 s", "12 min", "2 h 0 min", "3 d 4 h".
 std::string describe_duration(int64_t s)
@@ -41,21 +36,6 @@ std::string describe_duration(int64_t s)
     return std::to_string(s / 86400) + " d " + std::to_string(s % 86400 / 3600) + " h";
 }
 
-std::string kw_text(double v)
-{
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f", v);
-    return buf;
-}
-
-std::string hostlist_of(const Model& m, const std::vector<int>& nodes)
-{
-    std::vector<std::string> names;
-    names.reserve(nodes.size());
-    for (int n : nodes)
-        names.push_back(m.nodes[n].name);
-    return hostlist_compress(names);
-}
 
 std::string scope_text(const CurtailmentEvent& e)
 {
@@ -132,10 +112,6 @@ std::vector<int> hottest(const Signals& s, size_t limit)
     return nodes;
 }
 
-std::string plural(size_t n, const char* one, const char* many)
-{
-    return std::to_string(n) + " " + (n == 1 ? one : many);
-}
 
 // A number as people write it: at most 3 decimals, at least one ("128.2",
 // "1200.0"), not the binary expansion ("128.19999999999999").
@@ -207,7 +183,7 @@ std::string format_json(const Model& m, const SignalsView& v, int64_t now)
             add(j, "active", json_object_new_boolean(w.start <= now));
             add(j, "start", json_object_new_string(format_utc(w.start).c_str()));
             add(j, "end", json_object_new_string(format_utc(w.end).c_str()));
-            add(j, "nodes", json_object_new_string(hostlist_of(m, w.nodes).c_str()));
+            add(j, "nodes", json_object_new_string(node_hostlist(m, w.nodes).c_str()));
             add(j, "node_count", json_object_new_int(static_cast<int>(w.nodes.size())));
             add(j, "reason", json_object_new_string(w.reason.c_str()));
             json_object_array_add(maint, j);
@@ -271,10 +247,10 @@ std::string format_signals(const Model& m, const SignalsView& v, int64_t now, bo
         for (const PowerRow& r : rows) {
             const std::string label = r.label == "site" ? "site" : r.label + " " + r.name;
             std::snprintf(line, sizeof line, "%-16s %10s %10s %10s %10s\n", label.c_str(),
-                          r.budget > 0 ? kw_text(r.budget).c_str() : "-",
-                          r.budget > 0 ? kw_text(r.effective).c_str() : "-",
-                          r.draw >= 0 ? kw_text(r.draw).c_str() : "-",
-                          r.draw >= 0 && r.budget > 0 ? kw_text(r.effective - r.draw).c_str() : "-");
+                          r.budget > 0 ? fixed(r.budget, 1).c_str() : "-",
+                          r.budget > 0 ? fixed(r.effective, 1).c_str() : "-",
+                          r.draw >= 0 ? fixed(r.draw, 1).c_str() : "-",
+                          r.draw >= 0 && r.budget > 0 ? fixed(r.effective - r.draw, 1).c_str() : "-");
             out << line;
         }
     }
@@ -285,7 +261,7 @@ std::string format_signals(const Model& m, const SignalsView& v, int64_t now, bo
         if (e.end <= now)
             continue;
         const bool active = e.active_at(now);
-        const std::string cut = e.curtail_kw > 0 ? "-" + num(e.curtail_kw) + " kW" : "-" + num(e.curtail_pct) + "%";
+        const std::string cut = e.curtail_kw > 0 ? "-" + general(e.curtail_kw) + " kW" : "-" + general(e.curtail_pct) + "%";
         ev_lines.push_back(std::string("  ") + (active ? "active    " : "upcoming  ") + e.id + "  " + scope_text(e) +
                            " " + cut + "  " + format_utc(e.start) + " .. " + format_utc(e.end) + " (" +
                            (active ? "ends in " + describe_duration(e.end - now)
@@ -302,7 +278,7 @@ std::string format_signals(const Model& m, const SignalsView& v, int64_t now, bo
         const bool active = w.start <= now;
         mw_lines.push_back(std::string("  ") + (active ? "active    " : "upcoming  ") + w.id + "  " +
                            format_utc(w.start) + " .. " + format_utc(w.end) + "  " +
-                           plural(w.nodes.size(), "node", "nodes") + " (" + hostlist_of(m, w.nodes) + ")" +
+                           plural(w.nodes.size(), "node", "nodes") + " (" + node_hostlist(m, w.nodes) + ")" +
                            (w.reason.empty() ? "" : "  " + w.reason));
     }
     out << "maintenance: " << (mw_lines.empty() ? "none active or upcoming" : plural(mw_lines.size(), "window", "windows"))
@@ -329,7 +305,7 @@ std::string format_signals(const Model& m, const SignalsView& v, int64_t now, bo
         out << "; hottest:";
         for (size_t i = 0; i < hot.size(); ++i) {
             const NodeThermal& t = s->thermal[hot[i]];
-            out << (i ? "," : "") << " " << m.nodes[hot[i]].name << " " << num(t.gpu_temp_c) << " C "
+            out << (i ? "," : "") << " " << m.nodes[hot[i]].name << " " << general(t.gpu_temp_c) << " C "
                 << to_string(t.state);
         }
     }

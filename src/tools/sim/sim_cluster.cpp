@@ -9,16 +9,12 @@
 
 #include "core/base/error.hpp"
 #include "core/base/keys.hpp"
+#include "core/base/text.hpp"
 
 namespace m2g {
 namespace sim {
 
-std::string num(double v)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    return buf;
-}
+std::string num(double v) { return general(v); }
 
 // Times on the trace clock (10^7 s and more): to the millisecond.
 std::string num_t(double v)
