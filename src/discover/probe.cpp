@@ -103,6 +103,20 @@ double ib_rate_gbps(unsigned active_width, unsigned active_speed)
 
 namespace {
 
+// A probe's status from its failures: ok when none, else the first one
+// (and how many more).
+SourceStatus settled(SourceStatus st, const std::vector<std::string>& failures)
+{
+    if (failures.empty()) {
+        st.ok = true;
+    } else {
+        st.detail = failures.front();
+        if (failures.size() > 1)
+            st.detail += " (and " + std::to_string(failures.size() - 1) + " more)";
+    }
+    return st;
+}
+
 
 // "mlx5_2" < "mlx5_10": digits compare as numbers.
 
@@ -433,14 +447,7 @@ SourceStatus probe_ibverbs(NodeFacts& f, const HwlocFacts& hw)
     }
     std::sort(f.hcas.begin(), f.hcas.end(),
               [](const HcaFacts& a, const HcaFacts& b) { return natural_less(a.name, b.name); });
-    if (failures.empty()) {
-        st.ok = true;
-    } else {
-        st.detail = failures.front();
-        if (failures.size() > 1)
-            st.detail += " (and " + std::to_string(failures.size() - 1) + " more)";
-    }
-    return st;
+    return settled(st, failures);
 }
 
 // ---- NVML -------------------------------------------------------------------------
@@ -584,14 +591,7 @@ SourceStatus probe_nvml(const ProbeOptions& o, NodeFacts& f, std::vector<GpuFact
         probe_nvml_gpu(nv, dev, g);
         gpus.push_back(g);
     }
-    if (failures.empty()) {
-        st.ok = true;
-    } else {
-        st.detail = failures.front();
-        if (failures.size() > 1)
-            st.detail += " (and " + std::to_string(failures.size() - 1) + " more)";
-    }
-    return st;
+    return settled(st, failures);
 }
 
 void join_hwloc(GpuFacts& g, const HwlocGpu& h)

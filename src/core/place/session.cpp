@@ -332,14 +332,17 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
         heat_.assign(model_->domains.size(), 0.0);
     else
         gate = m2g::gate(*model_, view, gr, started_kw(view.snap.get()), &pacer_, usable_, heat_);
-    if (gate.blocked) {
+    // The signals leave the job nothing to start on: it waits, and says why.
+    auto blocked = [&]() -> Outcome {
         o.offer = Outcome::Offer::Refuse;
         o.verdict = SelectVerdict::Blocked;
         o.reason = gate.reason;
         if (run_now)
             o.annotation_now = waiting_text(policy, gate);
-        return o;
-    }
+        return std::move(o);
+    };
+    if (gate.blocked)
+        return blocked();
     // What gate() ruled out leaves Slurm's offer too, so no path below
     // (cons_tres alone included) uses those nodes.
     allowed_ = usable_;
@@ -348,14 +351,8 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
             if (offered[mi] && !allowed_[mi])
                 o.ruled_out.push_back(static_cast<int>(mi));
     const int64_t left = int64_t(offered_total) - int64_t(o.ruled_out.size());
-    if (left < job.min_nodes) {
-        o.offer = Outcome::Offer::Refuse;
-        o.verdict = SelectVerdict::Blocked;
-        o.reason = gate.reason;
-        if (run_now)
-            o.annotation_now = waiting_text(policy, gate);
-        return o;
-    }
+    if (left < job.min_nodes)
+        return blocked();
     // Starts are booked in job_started() (a successful test here may
     // still not start: preemption, a later failure).
     if (intent.locality == Locality::Any) {
