@@ -14,7 +14,7 @@
 //                [--backfill-reservation nodes|gpus] [--scale-gpus K] [--load L] [--seed S] [--signals-timeline FEED]
 //                [--power-cdf CSV [--power-cluster C]] [--class CLASS] [--class-share CLASS=PCT]...
 //                [--event-notice S] [--actuation-delay S] [--cap-speed R:S,...] [--checkpoint-interval S]
-//                [--restart-overhead S] [--curtail-every-tick] [--no-baseline] [--job-log FILE]
+//                [--restart-overhead S] [--no-agent NODES] [--curtail-every-tick] [--no-baseline] [--job-log FILE]
 //                [--power-log FILE] [--json]
 //   m2g discover node [--json | --signals] [--hostname NAME] [--hwloc-xml FILE] [--nvml-library PATH]
 //   m2g discover fabric FILE|- [--json]

@@ -102,6 +102,9 @@ void add_power_options(CLI::App* simulate, SimulateArgs& sim)
     simulate->add_option("--actuation-delay", sim.opts.actuation_delay_s,
                          "curtailment: seconds from a plan to its effect on the jobs (default 3)")
         ->check(CLI::Range(0.0, 3600.0));
+    simulate->add_option("--no-agent", sim.opts.no_agent,
+                         "curtailment: nodes (hostlist) without a working m2g-nodeagent: caps on jobs there fail, "
+                         "and m2g-curtaild's loop suspends those jobs instead; repeatable");
     simulate->add_option("--cap-speed", sim.cap_speed,
                          "curtailment: speed of a capped job, RATIO:SPEED points of draw under the cap over uncapped "
                          "draw (default: the Perseus A100 measurements, doc/simulator.md)");

@@ -1,8 +1,10 @@
 // m2g-curtaild: the curtailment controller (issue 19, m2g-curtaild(8)).
 //
 // Every CurtailIntervalSec it reads the signals feed (the same SignalFeed
-// the plugins use), the running jobs through libslurm, and asks the core
-// planner (core/power/curtail.hpp) what to do; then applies the plan:
+// the plugins use) and the running jobs through libslurm, and runs one
+// pass of the core loop (core/power/curtail_tick.hpp: plan, act, re-plan
+// after a cap that failed, restore, monitor; the simulator runs the same
+// pass) with this actuator:
 //   caps           PUT/DELETE on the m2g-nodeagent of each of the job's nodes
 //                  (NodeAgentURL=, or --agent-map), which sets the NVML power
 //                  limit on exactly the job's GPUs;
@@ -51,6 +53,7 @@
 #include "core/job/annotation.hpp"
 #include "core/model/config.hpp"
 #include "core/power/curtail.hpp"
+#include "core/power/curtail_tick.hpp"
 #include "core/base/error.hpp"
 #include "core/power/signals.hpp"
 #include "tools/reports/status.hpp"
@@ -349,65 +352,84 @@ class Controller {
         }
     }
 
-    // Apply one action; false (with `why`) when it did not take effect.
-    bool apply(const m2g::CurtailAction& a, const m2g::JobView& job, const m2g::CurtailJob& cj, std::string& why)
-    {
-        const long timeout_ms = 3000;
-        try {
-            switch (a.step) {
-            case m2g::CurtailStep::Cap:
-            case m2g::CurtailStep::Uncap: {
-                std::vector<std::string> done;
+    // The actions' way out: caps through the node agents of the job's
+    // nodes, the rest through libslurm.
+    class Actuator : public m2g::CurtailActuator {
+      public:
+        explicit Actuator(Controller& c) : c_(c) {}
+
+        m2g::ActResult cap(const m2g::CurtailJob& j, double w_gpu) override { return set_caps(j, w_gpu, true); }
+        m2g::ActResult uncap(const m2g::CurtailJob& j, double w_gpu) override { return set_caps(j, w_gpu, false); }
+        m2g::ActResult suspend(const m2g::CurtailJob& j) override
+        {
+            return slurm([&] { m2g::suspend_job(j.id); });
+        }
+        m2g::ActResult resume(const m2g::CurtailJob& j) override
+        {
+            return slurm([&] { m2g::resume_job(j.id); });
+        }
+        m2g::ActResult signal(const m2g::CurtailJob& j) override
+        {
+            return slurm([&] { m2g::signal_job(j.id, j.checkpoint_signal, j.checkpoint_batch_only); });
+        }
+        m2g::ActResult requeue(const m2g::CurtailJob& j) override
+        {
+            return slurm([&] { m2g::requeue_job(j.id); });
+        }
+
+      private:
+        template <class F>
+        static m2g::ActResult slurm(F f)
+        {
+            try {
+                f();
+            } catch (const std::exception& e) {
+                return m2g::ActResult::failed(e.what());
+            }
+            return m2g::ActResult::done();
+        }
+
+        // PUT (w_gpu > 0) or DELETE the cap on every node of the job.
+        m2g::ActResult set_caps(const m2g::CurtailJob& cj, double w_gpu, bool capping)
+        {
+            const long timeout_ms = 3000;
+            std::vector<std::string> done;
+            try {
                 for (int n : cj.nodes) {
-                    const std::string& node = model_->nodes[n].name;
-                    const std::string url = agent_url(node);
+                    const std::string url = c_.agent_url(c_.model_->nodes[n].name);
                     try {
-                        if (a.cap_w > 0)
-                            m2g::nodeagent::set_cap(url, token_, a.job, a.cap_w, timeout_ms);
+                        if (w_gpu > 0)
+                            m2g::nodeagent::set_cap(url, c_.token_, cj.id, w_gpu, timeout_ms);
                         else
-                            m2g::nodeagent::clear_cap(url, token_, a.job, timeout_ms);
+                            m2g::nodeagent::clear_cap(url, c_.token_, cj.id, timeout_ms);
                         done.push_back(url);
                     } catch (const std::exception& e) {
                         // A cap on some nodes only is no cap: take back what was set.
-                        if (a.step == m2g::CurtailStep::Cap)
+                        if (capping)
                             for (const std::string& u : done) {
                                 try {
                                     if (cj.cap_w > 0)
-                                        m2g::nodeagent::set_cap(u, token_, a.job, cj.cap_w, timeout_ms);
+                                        m2g::nodeagent::set_cap(u, c_.token_, cj.id, cj.cap_w, timeout_ms);
                                     else
-                                        m2g::nodeagent::clear_cap(u, token_, a.job, timeout_ms);
+                                        m2g::nodeagent::clear_cap(u, c_.token_, cj.id, timeout_ms);
                                 } catch (const std::exception&) {
                                 }
                             }
-                        why = e.what();
-                        return false;
+                        return m2g::ActResult::failed(e.what());
                     }
                 }
-                break;
+            } catch (const std::exception& e) {
+                return m2g::ActResult::failed(e.what());
             }
-            case m2g::CurtailStep::Suspend:
-                m2g::suspend_job(a.job);
-                break;
-            case m2g::CurtailStep::Resume:
-                m2g::resume_job(a.job);
-                break;
-            case m2g::CurtailStep::Signal:
-                m2g::signal_job(a.job, cj.checkpoint_signal, job.warn_batch_only);
-                break;
-            case m2g::CurtailStep::Requeue:
-                m2g::requeue_job(a.job);
-                break;
-            }
-        } catch (const std::exception& e) {
-            why = e.what();
-            return false;
+            return m2g::ActResult::done();
         }
-        return true;
-    }
 
-    void annotate(const m2g::JobView& job, const std::string& text)
+        Controller& c_;
+    };
+
+    void annotate(const m2g::JobView& job, const m2g::CurtailAnnotation& part)
     {
-        const std::string next = m2g::set_annotation(job.admin_comment, m2g::AnnotationPart::Curtail, text);
+        const std::string next = m2g::write_annotation(job.admin_comment, part);
         if (next == job.admin_comment)
             return;
         try {
@@ -420,7 +442,6 @@ class Controller {
     void run(int64_t now)
     {
         const m2g::Model& m = *model_;
-        const m2g::AdmissionPolicy& ap = m.admission;
         std::string err;
         const m2g::ClusterView cv = m2g::load_cluster_view(m, &err);
         if (!err.empty()) {
@@ -450,7 +471,7 @@ class Controller {
             c.w_gpu = j.intent.power_w_per_gpu;
             c.start_time = j.start_time;
             c.checkpoint_signal = j.warn_signal;
-            c.cap_unavailable = cap_failed_.count(j.id) > 0 && cap_failed_[j.id] > now;
+            c.checkpoint_batch_only = j.warn_batch_only;
             if (rec != state_.jobs.end()) {
                 const Record& r = rec->second;
                 c.cap_w = r.cap_w;
@@ -470,95 +491,22 @@ class Controller {
             it = seen.count(it->first) ? std::next(it) : state_.jobs.erase(it);
 
         const m2g::SignalsView v = feed_ ? feed_->view(now) : m2g::SignalsView{};
-        const bool enforce = ap.curtail_mode == m2g::CurtailMode::Enforce;
-        m2g::CurtailPlan plan;
-        if (ap.curtail_mode == m2g::CurtailMode::Off) {
-            // Off with work still curtailed: give everything back, paced.
-            bool any = false;
-            for (const m2g::CurtailJob& j : jobs)
-                any = any || !j.curtailed_for.empty();
-            if (!any) {
-                report(plan, v, now);
-                return;
-            }
-            m2g::Model open = m;
-            open.site_power_budget_kw = 0;
-            for (auto& d : open.domains)
-                d.power_budget_kw = 0;
-            for (auto& f : open.fault_domains)
-                f.power_budget_kw = 0;
-            plan = m2g::plan_curtailment(open, m2g::SignalsView{}, jobs, state_.plan, now);
-        } else {
-            // Each pass that meets a cap it cannot apply marks that job and
-            // plans again, so there are at most as many passes as jobs.
-            for (size_t pass = 0; pass <= jobs.size(); ++pass) {
-                m2g::CurtailState trial = state_.plan;
-                plan = m2g::plan_curtailment(m, v, jobs, trial, now);
-                // A cap that cannot be applied: mark the job and plan again at
-                // once, so that suspension covers it in this same tick. The
-                // rest of this plan counted on that cap; what it would
-                // suspend is chosen again, with the job that could not be
-                // capped first in line.
-                bool failed = false;
-                for (const m2g::CurtailAction& a : plan.actions) {
-                    m2g::CurtailJob* cj = nullptr;
-                    for (m2g::CurtailJob& j : jobs)
-                        if (j.id == a.job)
-                            cj = &j;
-                    if (!cj)
-                        continue;
-                    if (!enforce) {
-                        // Monitor: the same plan comes back every pass; record it once.
-                        const std::string said = m2g::to_string(a.step) + std::to_string(a.cap_w) + a.cause + a.scope;
-                        if (monitored_[a.job] == said)
-                            continue;
-                        monitored_[a.job] = said;
-                    }
-                    std::string why;
-                    const bool ok = !enforce || apply(a, *views[a.job], *cj, why);
-                    audit(a, enforce ? "enforce" : "monitor", ok ? "ok" : "failed: " + why, now);
-                    if (!ok) {
-                        if (a.step == m2g::CurtailStep::Cap) {
-                            cap_failed_[a.job] = now + 60;
-                            cj->cap_unavailable = true;
-                            failed = true;
-                            break;
-                        }
-                        continue;
-                    }
-                    if (!enforce) {
-                        annotate(*views[a.job], "monitor would " + m2g::curtail_annotation(a, now));
-                        continue;
-                    }
-                    m2g::apply_curtail_action(*cj, a, state_.plan, ap, now);
-                    annotate(*views[a.job], m2g::curtail_annotation(a, now));
-                    record(*cj);
-                }
-                if (enforce)
-                    state_.plan.last_restore = trial.last_restore;  // the restore ramp's clock
-                if (!failed)
-                    break;
-            }
+        Actuator act(*this);
+        const m2g::CurtailTickResult t = tick_.run(m, v, jobs, state_.plan, act, now);
+        std::set<uint32_t> acted;
+        for (const m2g::CurtailOutcome& o : t.outcomes) {
+            audit(o.action, o.mode, o.result(), now);
+            if (o.annotation)
+                annotate(*views[o.action.job], *o.annotation);
+            if (o.done)
+                acted.insert(o.action.job);
+        }
+        for (const m2g::CurtailJob& j : jobs)
+            if (acted.count(j.id))
+                record(j);
+        if (t.planned)
             save();
-            report(plan, v, now);
-            return;
-        }
-        for (const m2g::CurtailAction& a : plan.actions) {
-            m2g::CurtailJob* cj = nullptr;
-            for (m2g::CurtailJob& j : jobs)
-                if (j.id == a.job)
-                    cj = &j;
-            std::string why;
-            const bool ok = cj && apply(a, *views[a.job], *cj, why);
-            audit(a, "off", ok ? "ok" : "failed: " + why, now);
-            if (ok) {
-                m2g::apply_curtail_action(*cj, a, state_.plan, ap, now);
-                annotate(*views[a.job], m2g::curtail_annotation(a, now));
-                record(*cj);
-            }
-        }
-        save();
-        report(plan, v, now);
+        report(t.plan, v, now);
     }
 
     void record(const m2g::CurtailJob& j)
@@ -641,8 +589,7 @@ class Controller {
     std::string token_;
     std::map<std::string, std::string> agent_map_, addrs_;
     State state_;
-    std::map<uint32_t, int64_t> cap_failed_;  // job -> until when caps are not tried again
-    std::map<uint32_t, std::string> monitored_;  // monitor mode: the last action recorded per job
+    m2g::CurtailTick tick_;  // the loop's pass; keeps failed caps and what monitor reported
     std::string last_summary_;
     bool audit_failed_ = false;
 };

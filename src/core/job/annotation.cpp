@@ -1,5 +1,5 @@
 // m2g core: the AdminComment segment, and the one writer and parser of its
-// two parts (see annotation.hpp for the texts).
+// three parts (see annotation.hpp for the texts).
 #include "core/job/annotation.hpp"
 
 #include <algorithm>
@@ -111,6 +111,8 @@ constexpr std::string_view kAvoid = "avoid";
 constexpr std::string_view kAvoidNodes = " nodes (";  // avoid=<n> nodes (<for>)
 constexpr std::string_view kUserBegin = "user_begin";
 constexpr std::string_view kNoNames = "-";  // domains=- / leaves=-: none
+constexpr std::string_view kScope = "scope";  // curtail: the scope m2g-curtaild acted for
+constexpr std::string_view kAt = "at";        // curtail: when
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
@@ -590,11 +592,63 @@ std::optional<std::pair<int, bool>> parse_checkpoint_signal(std::string_view tex
     return std::make_pair(n, batch);
 }
 
+// ---- the curtail part ------------------------------------------------------------------
+
+bool CurtailAnnotation::operator==(const CurtailAnnotation& o) const
+{
+    return std::tie(monitor, step, w_gpu, cause, scope, at) ==
+           std::tie(o.monitor, o.step, o.w_gpu, o.cause, o.scope, o.at);
+}
+
+std::string format(const CurtailAnnotation& c)
+{
+    if (!c.step)
+        return "";
+    std::string out = to_string(*c.step);
+    if (c.w_gpu > 0)
+        out += " " + field(kWGpu, std::to_string(c.w_gpu));
+    if (!c.cause.empty())
+        out += " " + field(kCause, c.cause);
+    if (!c.scope.empty())
+        out += " " + field(kScope, c.scope);
+    if (c.at != 0)
+        out += " " + field(kAt, format_utc(c.at));
+    if (c.monitor)
+        out = std::string(kMonitor) + out;
+    return clean(out);
+}
+
+CurtailAnnotation parse_curtail(std::string_view text)
+{
+    CurtailAnnotation c;
+    while (!text.empty() && text.front() == ' ')
+        text.remove_prefix(1);
+    if (starts_with(text, kMonitor)) {
+        c.monitor = true;
+        text.remove_prefix(kMonitor.size());
+    }
+    const std::vector<Word> ws = words(text);
+    if (ws.empty())
+        return c;
+    size_t from = 0;
+    if ((c.step = curtail_step_from(ws[0].text)))
+        from = 1;
+    static const std::vector<Key> keys{
+        {kWGpu, false, {}}, {kCause, false, {}}, {kScope, false, {}}, {kAt, false, {}}};
+    const Fields f = fields(text, ws, from, keys);
+    const std::optional<double> w = number(value(f, kWGpu));
+    c.w_gpu = w ? whole_watts(*w) : 0;
+    c.cause = value(f, kCause);
+    c.scope = value(f, kScope);
+    c.at = time_or_zero(value(f, kAt));
+    return c;
+}
+
 // ---- the segment ------------------------------------------------------------------------
 
 bool Annotation::operator==(const Annotation& o) const
 {
-    return placement == o.placement && admission == o.admission;
+    return placement == o.placement && admission == o.admission && curtail == o.curtail;
 }
 
 Annotation read_annotation(std::string_view admin_comment)
@@ -607,6 +661,8 @@ Annotation read_annotation(std::string_view admin_comment)
         a.placement = parse_placement(seg.placement);
     if (!seg.admission.empty())
         a.admission = parse_admission(seg.admission);
+    if (!seg.curtail.empty())
+        a.curtail = parse_curtail(seg.curtail);
     return a;
 }
 
@@ -623,6 +679,11 @@ std::string write_annotation(std::string_view comment, const PlacementAnnotation
 std::string write_annotation(std::string_view comment, const AdmissionAnnotation& part)
 {
     return set_annotation(comment, AnnotationPart::Admission, format(part));
+}
+
+std::string write_annotation(std::string_view comment, const CurtailAnnotation& part)
+{
+    return set_annotation(comment, AnnotationPart::Curtail, format(part));
 }
 
 bool foreign_structured(std::string_view comment)

@@ -5,15 +5,17 @@
 // select/m2g writes the placement part (where the job went and why, or what
 // it waits for); job_submit/m2g writes the admission part, which starts
 // with "admission="; m2g-curtaild writes the curtail part, which starts with
-// "curtail=" (what it last did to the running job during a power event).
+// "curtail=" (what it last did to the running job during a power event, or
+// in CurtailMode=monitor what it would have done).
 // Each writer replaces only its own part, and any text other tools keep in
 // AdminComment outside the segment is left as it is.
 //
-// Both parts are key=value words that sacct users read as they are, so
-// they stay plain text; PlacementAnnotation and AdmissionAnnotation are
-// their typed form, format() their one writer and parse_placement() /
-// parse_admission() their one parser (`m2g explain`, `m2g status`,
-// m2g-exporter and the release thread read them through it):
+// The parts are key=value words that sacct users read as they are, so
+// they stay plain text; PlacementAnnotation, AdmissionAnnotation and
+// CurtailAnnotation are their typed form, format() their one writer and
+// parse_placement() / parse_admission() / parse_curtail() their one parser
+// (`m2g explain`, `m2g status`, m2g-exporter, m2g-curtaild and the release
+// thread read them through it):
 //
 //   placement, by state:
 //     Placed   domains=<d,...|-> leaves=<l,...|-> policy=<p> score=<s> reason=<why>[ signals=<notes>]
@@ -23,6 +25,8 @@
 //   admission:
 //     [released at <RFC 3339>: ][monitor would ]<admit|defer|pace|reject>[ class=<c>][ w_gpu=<W>][ defer=no][ signal=[B:]<n>]
 //     [ until=<RFC 3339>][ cause=<c>][ reason=<why>][ avoid=<n> nodes (<for>)][ user_begin=<epoch s>]
+//   curtail:
+//     [monitor would ]<cap|suspend|signal|requeue|resume|uncap>[ w_gpu=<W>][ cause=<c>][ scope=<s>] at=<RFC 3339>
 //
 // A waiting part's wait=, need= and over= are its typed cause (WaitCause,
 // placement.hpp), the nodes it waits for and the racks or rows over budget:
@@ -127,16 +131,37 @@ AdmissionAnnotation parse_admission(std::string_view text);
 // Whole watts as written in w_gpu= (0 for none, negative or not finite).
 int whole_watts(double w);
 
+// ---- the curtail part (m2g-curtaild) ------------------------------------------------
+
+struct CurtailAnnotation {
+    bool monitor = false;              // "monitor would ...": CurtailMode=monitor, nothing applied
+    std::optional<CurtailStep> step;   // nullopt: none, or a word this m2g does not know
+    int w_gpu = 0;                     // w_gpu=: cap, uncap, resume: the per-GPU cap set (whole W); 0 none
+    std::string cause;                 // cause=: the event id, "power:<scope>", "restore"; "" none
+    std::string scope;                 // scope=: "site", a row or a rack; "" none
+    int64_t at = 0;                    // at= (epoch s): when m2g-curtaild acted; 0 none
+
+    bool operator==(const CurtailAnnotation& o) const;
+};
+
+// The curtail part's text, without the "curtail=" the segment adds ("" for
+// no step). parse_curtail(format(c)) == c for a c with a step, at != 0 and
+// cause and scope without spaces, ';' or ']' (and w_gpu only on cap,
+// uncap and resume).
+std::string format(const CurtailAnnotation& c);
+CurtailAnnotation parse_curtail(std::string_view text);
+
 // ---- the segment --------------------------------------------------------------------
 
 struct Annotation {
     std::optional<PlacementAnnotation> placement;  // nullopt: no placement part
     std::optional<AdmissionAnnotation> admission;  // nullopt: no admission part
+    std::optional<CurtailAnnotation> curtail;      // nullopt: no curtail part
 
     bool operator==(const Annotation& o) const;
 };
 
-// Both parts of `admin_comment`'s segment, parsed.
+// The parts of `admin_comment`'s segment, parsed.
 Annotation read_annotation(std::string_view admin_comment);
 
 // Whether `admin_comment` holds an m2g segment (an empty one too).
@@ -146,11 +171,11 @@ bool has_annotation(std::string_view admin_comment);
 // set_annotation() does (an empty text removes the part).
 std::string write_annotation(std::string_view comment, const PlacementAnnotation& part);
 std::string write_annotation(std::string_view comment, const AdmissionAnnotation& part);
+std::string write_annotation(std::string_view comment, const CurtailAnnotation& part);
 
 // ---- the parts as text ----------------------------------------------------------------
 
-// Curtail: what m2g-curtaild last did to the running job (curtail.hpp's
-// curtail_annotation(): "cap w_gpu=300 cause=dr-1 scope=site at=<t>").
+// Curtail: what m2g-curtaild last did to the running job (CurtailAnnotation).
 enum class AnnotationPart { Placement, Admission, Curtail };
 
 // Whether another tool keeps AdminComment as structured data (it starts

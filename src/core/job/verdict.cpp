@@ -35,4 +35,32 @@ std::optional<WaitCause> wait_cause_from(std::string_view key)
     return std::nullopt;
 }
 
+const char* to_string(CurtailStep s)
+{
+    switch (s) {
+    case CurtailStep::Cap:
+        return "cap";
+    case CurtailStep::Suspend:
+        return "suspend";
+    case CurtailStep::Signal:
+        return "signal";
+    case CurtailStep::Requeue:
+        return "requeue";
+    case CurtailStep::Resume:
+        return "resume";
+    case CurtailStep::Uncap:
+        return "uncap";
+    }
+    return "cap";
+}
+
+std::optional<CurtailStep> curtail_step_from(std::string_view word)
+{
+    for (CurtailStep s : {CurtailStep::Cap, CurtailStep::Suspend, CurtailStep::Signal, CurtailStep::Requeue,
+                          CurtailStep::Resume, CurtailStep::Uncap})
+        if (word == to_string(s))
+            return s;
+    return std::nullopt;
+}
+
 }  // namespace m2g

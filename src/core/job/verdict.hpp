@@ -1,5 +1,6 @@
 // m2g core: what m2g decided about a job, as types every part shares:
-// admission's verdict and why a job waits for placement. They travel in
+// admission's verdict, why a job waits for placement and what
+// curtailment did to a running job. They travel in
 // the job's AdminComment (annotation.hpp) and are read back from there as
 // these types, never from prose.
 #pragma once
@@ -36,5 +37,12 @@ enum class WaitCause {
 const char* to_string(WaitCause c);  // kw::kWaitCauses: "nvlink-domain", ...; "" for None
 // The cause `key` names (a kw::kWaitCauses value other than ""), or nullopt.
 std::optional<WaitCause> wait_cause_from(std::string_view key);
+
+// What m2g-curtaild does to a running job (core/power/curtail.hpp plans
+// it, the curtail part of the AdminComment records the last one).
+enum class CurtailStep { Cap, Suspend, Signal, Requeue, Resume, Uncap };
+const char* to_string(CurtailStep s);  // "cap", "suspend", "signal", "requeue", "resume", "uncap"
+// The step `word` names, or nullopt.
+std::optional<CurtailStep> curtail_step_from(std::string_view word);
 
 }  // namespace m2g

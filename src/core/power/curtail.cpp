@@ -157,25 +157,6 @@ bool may_touch(const AdmissionPolicy& p, const CurtailJob& j, CurtailLevel at_le
 
 }  // namespace
 
-const char* to_string(CurtailStep s)
-{
-    switch (s) {
-    case CurtailStep::Cap:
-        return "cap";
-    case CurtailStep::Suspend:
-        return "suspend";
-    case CurtailStep::Signal:
-        return "signal";
-    case CurtailStep::Requeue:
-        return "requeue";
-    case CurtailStep::Resume:
-        return "resume";
-    case CurtailStep::Uncap:
-        return "uncap";
-    }
-    return "cap";
-}
-
 double curtail_job_w_gpu(const AdmissionPolicy& p, const CurtailJob& j)
 {
     if (j.suspended)
@@ -646,17 +627,17 @@ void apply_curtail_action(CurtailJob& j, const CurtailAction& a, CurtailState& s
     }
 }
 
-std::string curtail_annotation(const CurtailAction& a, int64_t now)
+CurtailAnnotation curtail_annotation(const CurtailAction& a, int64_t now, bool monitor)
 {
-    std::string s = to_string(a.step);
-    if ((a.step == CurtailStep::Cap || a.step == CurtailStep::Uncap || a.step == CurtailStep::Resume) && a.cap_w > 0)
-        s += " w_gpu=" + watts(a.cap_w);
-    if (!a.cause.empty())
-        s += " cause=" + a.cause;
-    if (!a.scope.empty())
-        s += " scope=" + a.scope;
-    s += " at=" + format_utc(now);
-    return s;
+    CurtailAnnotation c;
+    c.monitor = monitor;
+    c.step = a.step;
+    if (a.step == CurtailStep::Cap || a.step == CurtailStep::Uncap || a.step == CurtailStep::Resume)
+        c.w_gpu = whole_watts(a.cap_w);
+    c.cause = a.cause;
+    c.scope = a.scope;
+    c.at = now;
+    return c;
 }
 
 }  // namespace m2g

@@ -58,7 +58,9 @@
 #include <vector>
 
 #include "core/model/admission_policy.hpp"
+#include "core/job/annotation.hpp"
 #include "core/job/intent.hpp"
+#include "core/job/verdict.hpp"
 #include "core/model/model.hpp"
 #include "core/power/signals.hpp"
 
@@ -80,11 +82,11 @@ struct CurtailJob {
     std::string curtailed_for;   // the scope m2g acted for ("site", "nvl03"), "" when not curtailed
     uint64_t order = 0;          // when m2g last curtailed it (a counter): restore goes newest first
     int checkpoint_signal = 0;   // its --signal (signal= in the annotation), 0 none: a requeue class suspends it
+    bool checkpoint_batch_only = false;  // its --signal is B: (to the batch shell only)
     bool cap_unavailable = false;  // a cap could not be applied (node agent down, NVML failing): skip to suspension
 };
 
-enum class CurtailStep { Cap, Suspend, Signal, Requeue, Resume, Uncap };
-const char* to_string(CurtailStep s);
+// CurtailStep (cap, suspend, signal, requeue, resume, uncap): core/job/verdict.hpp.
 
 struct CurtailAction {
     CurtailStep step = CurtailStep::Cap;
@@ -144,8 +146,10 @@ CurtailPlan plan_curtailment(const Model& m, const SignalsView& v, const std::ve
 void apply_curtail_action(CurtailJob& j, const CurtailAction& a, CurtailState& state, const AdmissionPolicy& p,
                           int64_t now);
 
-// The AdminComment curtail part for a job m2g acted on ("cap w_gpu=300
-// cause=dr-1 scope=site at=<RFC 3339>", "suspend cause=...", "restored at=...").
-std::string curtail_annotation(const CurtailAction& a, int64_t now);
+// The AdminComment curtail part for a job m2g acted on with `a` at `now`
+// (format() writes it: "cap w_gpu=300 cause=dr-1 scope=site at=<RFC 3339>",
+// "suspend cause=dr-1 scope=site at=...", "uncap cause=restore scope=site
+// at=..."); `monitor`: CurtailMode=monitor, what it would have done.
+CurtailAnnotation curtail_annotation(const CurtailAction& a, int64_t now, bool monitor = false);
 
 }  // namespace m2g

@@ -61,7 +61,16 @@ ParsedAnnotation parse_annotation(std::string_view admin_comment) noexcept
             a.avoid = d.avoid_nodes > 0 ? std::to_string(d.avoid_nodes) + " nodes (" + d.avoid_for + ")" : "";
             a.user_begin = d.user_begin;
         }
-        a.curtail = get_annotation(admin_comment, AnnotationPart::Curtail);
+        if (read.curtail) {
+            const CurtailAnnotation& c = *read.curtail;
+            a.curtail = format(c);
+            a.curtail_step = c.step ? to_string(*c.step) : "";
+            a.curtail_monitor = c.monitor;
+            a.curtail_w_gpu = c.w_gpu;
+            a.curtail_cause = c.cause;
+            a.curtail_scope = c.scope;
+            a.curtail_at = c.at;
+        }
     } catch (...) {
         // Out of memory on a comment: whatever was parsed stays.
     }

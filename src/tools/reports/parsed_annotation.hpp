@@ -18,7 +18,7 @@ namespace m2g {
 enum class PlacementKind { None, Placed, Waiting };
 const char* to_string(PlacementKind k);  // "", "placed", "waiting"
 
-// What select/m2g and job_submit/m2g wrote into a job's AdminComment, as
+// What select/m2g, job_submit/m2g and m2g-curtaild wrote into a job's AdminComment, as
 // `m2g explain`, `m2g status` and m2g-exporter show it: read_annotation()
 // (annotation.hpp, the one parser of those texts) flattened into the words
 // they print. Unknown or garbled text leaves fields empty; parsing never
@@ -51,9 +51,17 @@ struct ParsedAnnotation {
     std::string admission_reason;      // reason=
     std::string avoid;                 // avoid=: "18 nodes (maintenance mw-1)"
     int64_t user_begin = 0;            // user_begin=: the owner's own --begin
-    // Curtail part (m2g-curtaild): its last action on the running job, as
-    // written ("cap w_gpu=300 cause=dr-1 scope=site at=..."); "" none.
+    // Curtail part (m2g-curtaild): its last action on the running job
+    // (CurtailAnnotation), as format() writes it ("cap w_gpu=300
+    // cause=dr-1 scope=site at=..."; "" none or no step m2g knows), and
+    // its words.
     std::string curtail;
+    std::string curtail_step;          // "cap", "suspend", "signal", "requeue", "resume", "uncap"; "" none
+    bool curtail_monitor = false;      // "monitor would ...": CurtailMode=monitor, nothing applied
+    int curtail_w_gpu = 0;             // w_gpu=: the per-GPU cap set (cap, uncap, resume); 0 none
+    std::string curtail_cause;         // the event id, "power:<scope>", "restore"
+    std::string curtail_scope;         // "site", a row or a rack
+    int64_t curtail_at = 0;            // when (epoch s); 0 unknown
 };
 
 ParsedAnnotation parse_annotation(std::string_view admin_comment) noexcept;

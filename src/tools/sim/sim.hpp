@@ -115,6 +115,10 @@ struct SimOptions {
 
     // Curtailment (m2g with CurtailMode=monitor or enforce; doc/simulator.md).
     double actuation_delay_s = 3;  // from a plan to its effect on the jobs (caps, suspend, resume)
+    // Nodes without a working m2g-nodeagent (hostlist expressions): a cap
+    // on a job with a GPU there fails, as m2g-curtaild's would; the loop
+    // marks the job and suspends it instead (curtail_tick.hpp).
+    std::vector<std::string> no_agent;
     // Speed of a capped job as a function of its draw under the cap over
     // its uncapped draw: (ratio, speed) points, ascending, linear between
     // them, speed 1 at ratio 1 and above, proportional to the ratio below
@@ -241,7 +245,8 @@ struct SimResult {
     int curtail_plans = 0;        // plan_curtailment() calls
     int curtail_plans_skipped = 0;  // rounds on unchanged inputs after a plan with nothing to do
     int curtail_caps = 0, curtail_uncaps = 0, curtail_suspends = 0, curtail_resumes = 0, curtail_signals = 0,
-        curtail_requeues = 0;     // actions applied (monitor: planned)
+        curtail_requeues = 0;     // actions applied (monitor: reported, each once while the plan holds)
+    int curtail_cap_failures = 0;  // caps that could not be applied (--no-agent): the job was re-planned
     double requeue_lost_gpu_s = 0;
     double energy_in_events_kwh = 0;  // site GPU energy while any event is active
     // Work non-deferrable jobs got done (GPU-seconds at full speed): over

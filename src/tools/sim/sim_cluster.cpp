@@ -8,6 +8,7 @@
 #include <random>
 
 #include "core/base/error.hpp"
+#include "core/base/hostlist.hpp"
 #include "core/base/keys.hpp"
 #include "core/base/text.hpp"
 
@@ -316,6 +317,14 @@ void Simulator::runtime_state()
     attempt_overhead.assign(nj, 0);
     in_running.assign(nj, 0);
     live_pos.assign(nj, -1);
+    no_agent.assign(m.nodes.size(), 0);
+    for (const std::string& expr : opts.no_agent)
+        for (const std::string& name : hostlist_expand(expr)) {
+            const int n = m.find_node(name);
+            if (n == kNone)
+                throw Error("--no-agent: no node " + name + " in the topology");
+            no_agent[n] = 1;
+        }
 
     // job_submit/m2g on the simulated feed: decide() at submission, and the
     // release thread's rules (AdmissionSession) for each job m2g holds, at

@@ -1,6 +1,6 @@
 // m2g tools: power in the simulator (see simulator.hpp and doc/simulator.md):
 // the feed m2g reads, job_submit/m2g's admission on it, m2g-curtaild's
-// planner and its actions, and the budgets measured.
+// loop (CurtailTick) and its actions, and the budgets measured.
 #include "tools/sim/simulator.hpp"
 
 #include <algorithm>
@@ -337,14 +337,17 @@ void Simulator::count_action(const CurtailAction& a)
     }
 }
 
-// An action takes effect at `t`, as the controller records it then.
-void Simulator::actuate(const CurtailAction& a, double t)
+// An action the loop did takes effect at `t`, as the controller records
+// it then, with the curtailment order the loop gave the job.
+void Simulator::actuate(const CurtailAction& a, uint64_t order, double t)
 {
     const int j = static_cast<int>(a.job);
     if (j < 0 || static_cast<size_t>(j) >= nj || live_pos[j] < 0)
         return;  // it ended meanwhile
     advance(j, t);
-    apply_curtail_action(cj[j], a, cstate, ap, epoch(t));
+    CurtailState ordered;
+    ordered.next_order = order;
+    apply_curtail_action(cj[j], a, ordered, ap, epoch(t));
     ++inputs;
     count_action(a);
     jobs[j].caps += a.step == CurtailStep::Cap;
@@ -355,10 +358,43 @@ void Simulator::actuate(const CurtailAction& a, double t)
         set_rate(j, t);
 }
 
-// One round of the controller's loop: the plan, in effect
-// actuation_delay_s later. While the last round's actions are still
-// on their way the controller waits (only when the delay is at least
-// CurtailIntervalSec). Returns whether it planned any action.
+namespace {
+
+// m2g-curtaild's actuator in the simulator: every action is accepted
+// (and takes effect actuation_delay_s later, Simulator::actuate()), except
+// a cap on a job with a node without a node agent (--no-agent), which
+// fails as the HTTP request would.
+class SimActuator : public CurtailActuator {
+  public:
+    SimActuator(const Model& m, const std::vector<uint8_t>& no_agent) : m_(m), no_agent_(no_agent) {}
+
+    ActResult cap(const CurtailJob& j, double) override { return caps(j); }
+    ActResult uncap(const CurtailJob& j, double) override { return caps(j); }
+    ActResult suspend(const CurtailJob&) override { return ActResult::done(); }
+    ActResult resume(const CurtailJob&) override { return ActResult::done(); }
+    ActResult signal(const CurtailJob&) override { return ActResult::done(); }
+    ActResult requeue(const CurtailJob&) override { return ActResult::done(); }
+
+  private:
+    ActResult caps(const CurtailJob& j) const
+    {
+        for (int n : j.nodes)
+            if (n >= 0 && static_cast<size_t>(n) < no_agent_.size() && no_agent_[n])
+                return ActResult::failed("no m2g-nodeagent answers on " + m_.nodes[n].name);
+        return ActResult::done();
+    }
+
+    const Model& m_;
+    const std::vector<uint8_t>& no_agent_;
+};
+
+}  // namespace
+
+// One round of the controller's loop (CurtailTick, as m2g-curtaild runs
+// it): what it did takes effect actuation_delay_s later. While the last
+// round's actions are still on their way the controller waits (only when
+// the delay is at least CurtailIntervalSec). Returns whether it planned
+// any action.
 bool Simulator::plan_round(double now)
 {
     if (!pending.empty())
@@ -376,22 +412,23 @@ bool Simulator::plan_round(double now)
     list.reserve(live.size());
     for (int j : live)
         list.push_back(cj[j]);
-    const CurtailPlan plan = plan_curtailment(m, curtail_view(now), list, cstate, epoch(now));
-    ++r.curtail_plans;
+    SimActuator act(m, no_agent);
+    const CurtailTickResult t = tick.run(m, curtail_view(now), list, cstate, act, epoch(now));
+    r.curtail_plans += t.plans;
     // A plan with actions is never taken as "nothing to do" (monitor
     // plans them again on the same inputs).
-    planned_inputs = plan.actions.empty() ? inputs : 0;
-    if (plan.actions.empty())
-        return false;
-    if (!enforce) {
-        for (const CurtailAction& a : plan.actions)
-            count_action(a);  // monitor: what it would do, nothing changes
-        return true;
+    planned_inputs = t.plan.actions.empty() ? inputs : 0;
+    for (const CurtailOutcome& o : t.outcomes) {
+        if (!o.failed.empty())
+            r.curtail_cap_failures += o.action.step == CurtailStep::Cap;
+        else if (!o.done)
+            count_action(o.action);  // monitor: what it would do (reported once), nothing changes
+        else
+            pending.push_back({now + opts.actuation_delay_s, o.action, o.order});
     }
-    for (const CurtailAction& a : plan.actions)
-        pending.emplace_back(now + opts.actuation_delay_s, a);
-    events.push({now + opts.actuation_delay_s, kActuate, -1});
-    return true;
+    if (!pending.empty())
+        events.push({now + opts.actuation_delay_s, kActuate, -1});
+    return !t.plan.actions.empty() || !t.outcomes.empty();
 }
 
 // Power caps: which scopes are over their effective budget now.

@@ -87,10 +87,10 @@ void Simulator::run_events()
                 continue;
             }
             if (e.kind == kActuate) {
-                while (!pending.empty() && pending.front().first <= now) {
-                    const CurtailAction a = pending.front().second;
+                while (!pending.empty() && pending.front().t <= now) {
+                    const Pending p = pending.front();
                     pending.pop_front();
-                    actuate(a, now);
+                    actuate(p.a, p.order, now);
                 }
                 continue;
             }

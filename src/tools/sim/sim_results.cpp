@@ -292,7 +292,8 @@ std::string format_sim_result(const SimResult& r, bool json)
                         ",\"uncaps\":" + std::to_string(r.curtail_uncaps) + ",\"suspends\":" +
                         std::to_string(r.curtail_suspends) + ",\"resumes\":" + std::to_string(r.curtail_resumes) +
                         ",\"signals\":" + std::to_string(r.curtail_signals) + ",\"requeues\":" +
-                        std::to_string(r.curtail_requeues) + ",\"requeue_lost_gpu_s\":" + sim::num(r.requeue_lost_gpu_s) +
+                        std::to_string(r.curtail_requeues) + ",\"cap_failures\":" + std::to_string(r.curtail_cap_failures) +
+                        ",\"requeue_lost_gpu_s\":" + sim::num(r.requeue_lost_gpu_s) +
                         ",\"nondeferrable_curtailed_s\":" + sim::num(r.nondeferrable_curtailed_s) +
                         ",\"baseline\":" + (r.baseline ? "true" : "false");
         if (r.baseline)
@@ -367,6 +368,9 @@ std::string format_sim_result(const SimResult& r, bool json)
                                 std::to_string(r.curtail_resumes) + " resumes, " + std::to_string(r.curtail_signals) +
                                 " checkpoint signals, " + std::to_string(r.curtail_requeues) + " requeues (" +
                                 sim::num(r.requeue_lost_gpu_s) + " GPU-s lost)" +
+                                (r.curtail_cap_failures ? ", " + std::to_string(r.curtail_cap_failures) +
+                                                              " caps failed (no node agent)"
+                                                        : "") +
                                 (r.unfinished ? ", " + std::to_string(r.unfinished) + " jobs unfinished" : ""));
         if (r.baseline) {
             line("vs CurtailMode=off",

@@ -33,6 +33,7 @@
 #include "core/power/admission.hpp"
 #include "core/power/admission_session.hpp"
 #include "core/power/curtail.hpp"
+#include "core/power/curtail_tick.hpp"
 #include "core/power/signals.hpp"
 #include "tools/sim/sim.hpp"
 
@@ -121,7 +122,7 @@ class Simulator {
     SignalsView curtail_view(double now);
     void requeue(int j, double t);
     void count_action(const CurtailAction& a);
-    void actuate(const CurtailAction& a, double t);
+    void actuate(const CurtailAction& a, uint64_t order, double t);
     bool plan_round(double now);
     void check_caps(double now);
     void integrate_events(double from, double to);
@@ -217,7 +218,14 @@ class Simulator {
     std::vector<uint8_t> in_running;
     std::vector<int> live, live_pos;  // jobs holding GPUs (running or suspended)
     CurtailState cstate;
-    std::deque<std::pair<double, CurtailAction>> pending;  // planned, in effect from .first
+    CurtailTick tick;  // m2g-curtaild's loop
+    struct Pending {
+        double t;          // in effect from
+        CurtailAction a;
+        uint64_t order;    // the job's curtailment order the loop gave it
+    };
+    std::deque<Pending> pending;  // done by the loop, not in effect yet
+    std::vector<uint8_t> no_agent;  // per node: caps fail there (SimOptions::no_agent)
     std::vector<int> requeued;
     bool tick_pending = false;
     uint64_t inputs = 1, planned_inputs = 0;

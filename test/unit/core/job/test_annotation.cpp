@@ -85,6 +85,12 @@ TEST(Annotation, LeavesAnotherToolsStructuredCommentAlone)
 
 using m2g::AdmissionAnnotation;
 using m2g::Annotation;
+using m2g::CurtailAnnotation;
+using m2g::CurtailStep;
+using m2g::curtail_step_from;
+using m2g::parse_curtail;
+using m2g::read_annotation;
+using m2g::write_annotation;
 using m2g::PlacementAnnotation;
 using m2g::PlacementState;
 using m2g::Verdict;
@@ -590,6 +596,52 @@ TEST(Annotation, CurtailPartFollowsAdmission)
     EXPECT_EQ(get_annotation(c, AnnotationPart::Admission), "admit class=batch");
     c = set_annotation(c, AnnotationPart::Curtail, "");
     EXPECT_EQ(c, "ticket 7 m2g:[domains=nvl02; admission=admit class=batch]");
+}
+
+// The curtail part's typed form: one writer, one parser, the text as
+// m2g-curtaild has always written it.
+TEST(Annotation, CurtailPartRoundTrips)
+{
+    CurtailAnnotation c;
+    c.step = CurtailStep::Cap;
+    c.w_gpu = 300;
+    c.cause = "dr-1";
+    c.scope = "site";
+    c.at = 1795982400;  // 2026-11-29T20:00:00Z
+    EXPECT_EQ(format(c), "cap w_gpu=300 cause=dr-1 scope=site at=2026-11-29T20:00:00Z");
+    EXPECT_EQ(parse_curtail(format(c)), c);
+    c.monitor = true;
+    EXPECT_EQ(format(c), "monitor would cap w_gpu=300 cause=dr-1 scope=site at=2026-11-29T20:00:00Z");
+    EXPECT_EQ(parse_curtail(format(c)), c);
+    CurtailAnnotation r;
+    r.step = CurtailStep::Uncap;
+    r.cause = "restore";
+    r.scope = "nvl03";
+    r.at = 1795982400;
+    EXPECT_EQ(format(r), "uncap cause=restore scope=nvl03 at=2026-11-29T20:00:00Z");
+    EXPECT_EQ(parse_curtail(format(r)), r);
+    for (CurtailStep s : {CurtailStep::Suspend, CurtailStep::Signal, CurtailStep::Requeue, CurtailStep::Resume}) {
+        r.step = s;
+        EXPECT_EQ(parse_curtail(format(r)), r) << to_string(s);
+    }
+    EXPECT_EQ(format(CurtailAnnotation{}), "") << "no step, no part";
+
+    const std::string comment = write_annotation("m2g:[domains=nvl01; admission=admit class=training]", c);
+    EXPECT_EQ(comment, "m2g:[domains=nvl01; admission=admit class=training; curtail=monitor would cap w_gpu=300 "
+                       "cause=dr-1 scope=site at=2026-11-29T20:00:00Z]");
+    const Annotation a = read_annotation(comment);
+    ASSERT_TRUE(a.curtail);
+    EXPECT_EQ(*a.curtail, c);
+    EXPECT_FALSE(read_annotation("m2g:[domains=nvl01]").curtail);
+
+    // Anything else never throws; what is not recognised stays empty.
+    const CurtailAnnotation g = parse_curtail("throttle w_gpu=lots cause=x at=yesterday");
+    EXPECT_FALSE(g.step);
+    EXPECT_EQ(g.w_gpu, 0);
+    EXPECT_EQ(g.cause, "x");
+    EXPECT_EQ(g.at, 0);
+    EXPECT_EQ(curtail_step_from("suspend"), CurtailStep::Suspend);
+    EXPECT_EQ(curtail_step_from("pause"), std::nullopt);
 }
 
 // defer=no: an honoured --m2g-defer=no, so that readers outside slurmctld

@@ -154,7 +154,7 @@ TEST_F(Curtail, CapsAreWaterFilledToOneLevelAndInferenceIsLeftAlone)
     EXPECT_EQ(p.actions.size(), 2u);
     EXPECT_LE(sc.after_kw, sc.target_kw);
     EXPECT_GT(sc.after_kw, sc.target_kw - 0.3) << "the level is the highest that is enough";
-    EXPECT_EQ(curtail_annotation(*a1, kNow), "cap w_gpu=251 cause=dr-1 scope=site at=2026-11-29T20:00:00Z");
+    EXPECT_EQ(format(curtail_annotation(*a1, kNow)), "cap w_gpu=251 cause=dr-1 scope=site at=2026-11-29T20:00:00Z");
 }
 
 TEST_F(Curtail, SuspendsWhenCapsAtTheirFloorAreNotEnough)
@@ -422,7 +422,7 @@ TEST_F(Curtail, RestoreLiftsEveryCapWhenThereIsRoom)
     apply_all(p, jobs, kNow + 700);
     EXPECT_TRUE(jobs[0].curtailed_for.empty());
     EXPECT_EQ(jobs[0].cap_w, 0);
-    EXPECT_EQ(curtail_annotation(p.actions[0], kNow + 700), "uncap cause=restore scope=site at=2026-11-29T20:11:40Z");
+    EXPECT_EQ(format(curtail_annotation(p.actions[0], kNow + 700)), "uncap cause=restore scope=site at=2026-11-29T20:11:40Z");
 }
 
 TEST_F(Curtail, NoBudgetNoPlan)

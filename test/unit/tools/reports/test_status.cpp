@@ -754,6 +754,12 @@ TEST_F(StatusTest, RunningJobCurtailedDuringAnEvent)
     j.node_idx = m.domains[1].nodes;
     const ParsedAnnotation a = parse_annotation(j.admin_comment);
     EXPECT_EQ(a.curtail, "cap w_gpu=300 cause=dr-1 scope=site at=2026-11-29T20:00:00Z");
+    EXPECT_EQ(a.curtail_step, "cap");
+    EXPECT_FALSE(a.curtail_monitor);
+    EXPECT_EQ(a.curtail_w_gpu, 300);
+    EXPECT_EQ(a.curtail_cause, "dr-1");
+    EXPECT_EQ(a.curtail_scope, "site");
+    EXPECT_EQ(a.curtail_at, kNow);
     EXPECT_EQ(a.placement, PlacementKind::Placed) << "the placement part is untouched";
     const Explanation e = explain_job(m, c, SignalsView{}, j, kNow);
     EXPECT_EQ(e.evidence.back(),

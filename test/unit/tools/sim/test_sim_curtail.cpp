@@ -356,3 +356,30 @@ TEST(SimCurtail, OptionsAreChecked)
                           "\"deferrable_stretch_p95\":", "\"energy_in_events_kwh\":"})
         EXPECT_NE(j.find(k), std::string::npos) << k << " in " << j;
 }
+
+// The same run with no node agent anywhere (--no-agent): the cap at 100 s
+// fails, m2g-curtaild's loop marks A and plans again in the same round, so
+// A is suspended instead (in effect at 103, the budget met as fast), and
+// resumed when the event ends: the curtailment loop's failed-cap path and
+// restore, as the daemon runs them (curtail_tick.hpp).
+TEST(SimCurtail, ACapThatFailsIsReplannedAsASuspension)
+{
+    const Model m = tiny_with("CurtailMode=enforce");
+    const Signals f = feed(m, 10, 100, 400, 5);
+    SimOptions o = opts_for(f);
+    o.no_agent = {"n[1-8]"};
+    const SimResult r = simulate(m, trace_of({{"A", 0, 1000, 16}}), o);
+    const SimJobResult& a = job(r, "A");
+    EXPECT_GE(r.curtail_cap_failures, 1);
+    EXPECT_EQ(r.curtail_caps, 0);
+    EXPECT_EQ(r.curtail_suspends, 1);
+    EXPECT_EQ(r.curtail_resumes, 1);
+    EXPECT_EQ(a.caps, 0);
+    EXPECT_EQ(a.suspends, 1);
+    EXPECT_NEAR(a.suspended_s, 300, 1e-9);
+    EXPECT_NEAR(a.end, 1300, 1e-6) << "suspended from 103 to 403";
+    ASSERT_EQ(r.events.size(), 1u);
+    EXPECT_DOUBLE_EQ(r.events[0].response_s, 3);
+    o.no_agent = {"zz9"};
+    EXPECT_THROW(simulate(m, trace_of({{"A", 0, 1000, 16}}), o), Error);
+}
