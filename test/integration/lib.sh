@@ -379,16 +379,18 @@ tb_ctld_unbroken() {
 # "m2g.conf reloaded" log line (from 23.11 on the reconfigure starts a new
 # slurmctld, which says "loaded").
 _M2G_LOADED='m2g: select: m2g.conf \(re\)\?loaded'
+_m2g_loaded_since() {
+	local n
+	n=$(_ctld_count "$_M2G_LOADED")
+	echo "select/m2g's m2g.conf (re)loaded lines: $n, $1 before the reconfigure"
+	((n > $1))
+}
 tb_reconfigure_m2g() {
-	local before after k
+	local before
 	before=$(_ctld_count "$_M2G_LOADED")
 	scontrol reconfigure
-	for ((k = 0; k < 60; k++)); do
-		after=$(_ctld_count "$_M2G_LOADED")
-		((after > before)) && break
-		sleep 0.5
-	done
-	ok "(( $after > $before ))" "${1:-select/m2g reloaded m2g.conf at scontrol reconfigure}"
+	check "${1:-select/m2g reloaded m2g.conf at scontrol reconfigure}" \
+		tb_wait_for "select/m2g reloading m2g.conf" 30 _m2g_loaded_since "$before"
 }
 
 # tb_write FILE: standard input becomes FILE, renamed into place.
