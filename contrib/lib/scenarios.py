@@ -90,6 +90,12 @@ def hours(s):
 
 
 def commit(top):
+    """The commit a page names: M2G_RESULTS_COMMIT when contrib/m2g-scenarios
+    checked the tree is clean (contrib/lib/results.sh, writing into
+    doc/results); otherwise (--quick into a scratch directory) what HEAD is,
+    marked when the tree has changes."""
+    if os.environ.get("M2G_RESULTS_COMMIT"):
+        return os.environ["M2G_RESULTS_COMMIT"]
     try:
         rev = subprocess.run(["git", "-C", top, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                              check=True).stdout.strip()
@@ -99,6 +105,17 @@ def commit(top):
         return rev + (" (with uncommitted changes)" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
+
+
+def results_end(top):
+    """Just before a page is written: contrib/lib/results.sh's m2g_results_end
+    (the tree still clean, HEAD still the commit measured) when this run
+    writes results pages; exits with its message otherwise."""
+    if not os.environ.get("M2G_RESULTS_COMMIT"):
+        return
+    helper = os.path.join(top, "contrib", "lib", "results.sh")
+    if subprocess.run(["bash", "-c", '. "$1" && m2g_results_end m2g-scenarios "$2"', "results", helper, top]).returncode:
+        sys.exit(1)
 
 
 def placement_table(rows):
@@ -549,6 +566,7 @@ def update_dr_only(path, md, goal_rows):
     table = [l for l in text[k:end]
              if not l.startswith("| no cap violations during DR") and not any(" %s" % x in l for x in ids)]
     text = text[:k] + table + goal_rows + text[end:]
+    results_end(os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
     with open(path, "w") as f:
         f.write("\n".join(text))
 
@@ -733,6 +751,7 @@ def placement_study(run, a, clusters, rev):
     md += ["", "All four goals met in %d of %d trace and cluster combinations." % (met_all, cells), ""]
     md += ["%d simulations, %.1f s of simulator wall time in all." % (run.runs, run.wall), ""]
     path = os.path.join(run.out, "placement.md")
+    results_end(run.top)
     with open(path, "w") as f:
         f.write("\n".join(md))
     return res, path
@@ -903,6 +922,7 @@ def main():
            "[placement-bench.md](placement-bench.md) (`contrib/m2g-bench`).", "",
            "%d simulations, %.1f s of simulator wall time in all." % (run.runs, run.wall), ""]
     path = os.path.join(run.out, "simulation.md")
+    results_end(run.top)
     with open(path, "w") as f:
         f.write("\n".join(md))
     # 5. Placement against fair baselines (issue 20): placement.md.

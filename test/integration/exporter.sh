@@ -6,7 +6,9 @@
 # what Slurm and the feed say: GPUs per NVLink domain, queues per class and
 # state, pending reasons, deferrals, events, signal age and state, the
 # plugins' decision counters and histograms. Also: the exposition parses,
-# other paths are 404, the default address is loopback, scrapes never
+# other paths are 404, the default address is loopback (its listening
+# socket is bound to 127.0.0.1 and does not answer on the machine's
+# non-loopback address; 0.0.0.0 does, as the control), scrapes never
 # trigger a refresh, SIGTERM stops it; and every metric name the Grafana
 # dashboard and the Prometheus rules use is one the exporter declares.
 # shellcheck source=test/integration/lib.sh
@@ -84,6 +86,7 @@ StatsDir=@DIR@/run
 EOF
 tb_up --racks 4 --conf-extra "$T/exporter.conf"
 FEED=$TB_DIR/run/signals.json
+STATUS=$TB_DIR/run/signals-status.json
 LOG=$TB_DIR/log/slurmctld.log
 
 # write_feed: $EVENTS, $HEALTH (JSON) and $GEN (epoch s, default now), replaced atomically.
@@ -125,13 +128,15 @@ scrape() { curl -sf --max-time 5 "$URL/metrics" >"$T/m"; }
 # val SERIES: its value in the last scrape ("" when absent).
 val() { awk -v s="$1" '$1 == s {print $2}' "$T/m"; }
 # wait_val SERIES EXPECTED [TIMEOUT]: scrape until SERIES has that value.
-wait_val() {
-	local deadline=$((SECONDS + ${3:-20}))
-	while ((SECONDS <= deadline)); do
-		scrape && [[ $(val "$1") == "$2" ]] && return 0
-		sleep 0.5
-	done
-	return 1
+scraped_is() { scrape || { echo "scrape of $URL failed"; return 1; }; echo "$1 = '$(val "$1")'"; [[ $(val "$1") == "$2" ]]; }
+wait_val() { tb_wait_for "$1 == $2 in the scrape" "${3:-20}" scraped_is "$1" "$2"; }
+# refreshed_after EPOCH: the exporter's last refresh began after EPOCH.
+refreshed_after() {
+	local last
+	scrape || { echo "scrape of $URL failed"; return 1; }
+	last=$(val m2g_exporter_last_refresh_timestamp_seconds)
+	echo "m2g_exporter_last_refresh_timestamp_seconds ${last:-absent}, wanted > $1"
+	[[ -n $last ]] && (( ${last%.*} > $1 ))
 }
 
 # --- known jobs ---------------------------------------------------------------------------
@@ -154,7 +159,7 @@ is "$started" "${#JOBS[@]}" "all ${#JOBS[@]} jobs run (1 training, 2 inference, 
 S=$(sub -N18 --exclusive --gres=gpu:4 --m2g-class=inference --m2g-topology=strict:nvlink)
 JOBS+=("$S")
 admin_comment() { squeue -h -t all -j "$1" -O admin_comment:600 | sed 's/ *$//'; }
-for ((i = 0; i < 40; i++)); do [[ $(admin_comment "$S") == *waiting* ]] && break; sleep 0.5; done
+tb_wait_for "select/m2g's verdict on job $S" 20 tb_comment_has "$S" waiting || true
 ok "[[ '$(job_state "$S")' == PENDING && '$(admin_comment "$S")' == *'waiting policy=strict:nvlink'* ]]" \
 	"a strict 18-node job with no whole rack free waits, and select/m2g says so"
 
@@ -163,16 +168,20 @@ now=$(date +%s)
 EVENTS="[{\"id\": \"dr-exp\", \"start\": $((now - 60)), \"end\": $((now + 3600)), \"curtail_pct\": 50, \"scope\": \"site\"}]"
 write_feed
 ok "wait_val m2g_active_events 1 20" "the event is active in the scrape (m2g_active_events 1)"
-sleep 2  # job_submit/m2g's feed poll (SignalsPollSec=1)
+tb_await_feed "$FEED" "$STATUS"
 D=$(sub -N1 --gres=gpu:4 --m2g-class=training)
 JOBS+=("$D")
-sleep 2
+tb_wait_for "job $D deferred by dr-exp" 10 tb_comment_has "$D" dr-exp || true
 ok "[[ '$(job_state "$D")' == PENDING && '$(admin_comment "$D")' == *'admission=defer'*dr-exp* ]]" \
 	"a training job submitted during the event is deferred by it"
 
 # --- the scrape equals the testbed's state ------------------------------------------------
 write_feed  # the agent's next update (same content, generated now)
-sleep 3     # job_submit/m2g's poll (1 s), then at least one exporter refresh (--interval 1)
+# job_submit/m2g holds it (the exporter reads its status file), then an
+# exporter refresh that began after that.
+tb_await_feed "$FEED" "$STATUS"
+held_at=$(date +%s)
+tb_wait_for "an exporter refresh after the feed was read" 10 refreshed_after "$held_at" || true
 scrape
 # Testbed truth: GPUs in use per rack, from scontrol's AllocTRES gres/gpu=N
 # (absent: none), 4 GPUs on each of the 18 nodes of a rack.
@@ -220,13 +229,14 @@ last=$(val m2g_exporter_last_refresh_timestamp_seconds)
 ok "[[ -n '$last' ]] && (( $(date +%s) - $last <= 5 ))" "m2g_exporter_last_refresh_timestamp_seconds is recent"
 
 # --- the plugins' counters (published every 10 s) ----------------------------------------------
-deadline=$((SECONDS + 40))
-while ((SECONDS <= deadline)); do
-	scrape
-	[[ $(val 'm2g_decisions_total{plugin="admission",verdict="defer"}') -ge 1 && \
-		$(val m2g_placement_domains_count) -ge $started ]] 2>/dev/null && break
-	sleep 1
-done
+counters_in() {
+	scrape || { echo "scrape of $URL failed"; return 1; }
+	local d p
+	d=$(val 'm2g_decisions_total{plugin="admission",verdict="defer"}') p=$(val m2g_placement_domains_count)
+	echo "admission defer decisions ${d:-absent}, placements counted ${p:-absent} (want >= $started)"
+	(( ${d:-0} >= 1 && ${p:-0} >= started ))
+}
+tb_wait_for "the plugins' published counters" 40 counters_in || true
 ok "[[ -f '$TB_DIR/run/select.json' && -f '$TB_DIR/run/admission.json' ]]" "select/m2g and job_submit/m2g publish StatsDir/select.json and admission.json"
 placed=$(val 'm2g_decisions_total{plugin="select",verdict="placed"}')
 ok "(( ${placed:-0} >= 1 ))" "m2g_decisions_total{plugin=\"select\",verdict=\"placed\"} > 0 ($placed)"
@@ -329,24 +339,51 @@ age=$(val m2g_signals_age_seconds)
 ok "(( ${age:-0} > $(val m2g_signals_ttl_seconds) ))" "m2g_signals_age_seconds ($age) > m2g_signals_ttl_seconds: M2GSignalsStale's condition holds"
 
 # --- scrapes are served from the cache; the default address is loopback ---------------------
+# listeners PORT: the local addresses of the TCP sockets listening on PORT.
+listeners() { ss -Htln "sport = :$1" | awk '{print $4}' | sort -u | xargs; }
+# A non-loopback address of this machine: a listener on loopback only must
+# not answer there.
+OTHER_IP=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -E '^[0-9]+(\.[0-9]+){3}$' | grep -v '^127\.' | head -n1 || true)
+# reach IP PORT: an HTTP answer from IP:PORT (no proxy), or a failure.
+reach() { curl -s --noproxy '*' --max-time 3 -o /dev/null "http://$1:$2/metrics"; }
 start_exporter DEF --interval 3600 || true
 if grep -q 'serving http://127.0.0.1:9842/metrics' "$T/DEF.err"; then
-	ok 0 "the default address is 127.0.0.1:9842 (loopback)"
+	ok 0 "the default address is 127.0.0.1:9842 (the exporter's own log)"
 	for ((i = 0; i < 50; i++)); do curl -sf http://127.0.0.1:9842/metrics | awk '$1 == "m2g_exporter_last_refresh_timestamp_seconds" {print $2}'; done |
 		sort -u >"$T/refreshes"
 	is "$(wc -l <"$T/refreshes")" 1 "50 scrapes in a row are served from one refresh (no Slurm RPC per scrape)"
-	ok "! ss -ltnH 'sport = :9842' | awk '{print \$4}' | grep -vq '^127\.0\.0\.1:'" "nothing listens on port 9842 beyond loopback"
+	is "$(listeners 9842)" 127.0.0.1:9842 "the only socket listening on port 9842 is bound to 127.0.0.1 (ss -Htln)"
+	if [[ -n $OTHER_IP ]]; then
+		ok "! reach $OTHER_IP 9842" "the default listener does not answer on this machine's non-loopback address $OTHER_IP"
+	else
+		skip "the default listener does not answer on a non-loopback address" "this machine has no non-loopback IPv4 address"
+	fi
 elif grep -q 'cannot listen on 127.0.0.1:9842' "$T/DEF.err"; then
 	ok 0 "the default address is 127.0.0.1:9842 (loopback; the port is taken here)"
 	skip "50 scrapes from one refresh" "port 9842 is in use"
-	skip "nothing listens beyond loopback" "port 9842 is in use"
+	skip "the only listener on port 9842 is bound to 127.0.0.1" "port 9842 is in use"
+	skip "the default listener does not answer on a non-loopback address" "port 9842 is in use"
 else
 	ok 1 "the default address is 127.0.0.1:9842"
 	diag "$(cat "$T/DEF.err")"
 fi
 stop_exporter "$DEF_PID" || true
+is "$(listeners "$PORT")" "127.0.0.1:$PORT" "--listen 127.0.0.1:0: the socket on the port it picked is bound to 127.0.0.1 (ss -Htln)"
+if [[ -n $OTHER_IP ]]; then
+	ok "! reach $OTHER_IP $PORT" "--listen 127.0.0.1:0: no answer on the non-loopback address $OTHER_IP"
+else
+	skip "--listen 127.0.0.1:0: no answer on a non-loopback address" "no non-loopback IPv4 address"
+fi
 start_exporter ANY --listen 0.0.0.0:0 --interval 3600 || true
 ok "grep -q 'not a loopback address' '$T/ANY.err'" "an explicit non-loopback --listen is served, with a note in the log"
+ANY_PORT=$(sed -nE 's|.*serving http://0\.0\.0\.0:([0-9]+)/metrics.*|\1|p' "$T/ANY.err" | head -n1)
+is "$(listeners "${ANY_PORT:-0}")" "0.0.0.0:${ANY_PORT:-?}" "--listen 0.0.0.0:0 binds the wildcard address (ss -Htln)"
+if [[ -n $OTHER_IP ]]; then
+	# The probe's positive control: the same probe does reach a wildcard listener.
+	ok "reach $OTHER_IP ${ANY_PORT:-0}" "--listen 0.0.0.0:0 answers on $OTHER_IP (the probe above can see a listener there)"
+else
+	skip "--listen 0.0.0.0:0 answers on a non-loopback address" "no non-loopback IPv4 address"
+fi
 stop_exporter "$ANY_PID" || true
 
 # --- SIGTERM stops it cleanly; no stats errors in slurmctld.log -----------------------------------

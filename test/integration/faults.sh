@@ -64,15 +64,24 @@ utc() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
 
 log_count() { grep -Ec -- "$1" "$LOG" || true; }
 status_state() { sed -n 's/^ *"state": *"\([a-z_]*\)".*/\1/p' "$STATUS" 2>/dev/null; }
-# wait_until SECONDS CMD...: poll CMD every 0.25 s.
+# wait_until SECONDS CMD...: poll CMD every 0.25 s (SECONDS times
+# TB_TIMEOUT_SCALE, as lib.sh's waits).
 wait_until() {
-	local deadline=$((SECONDS + $1)); shift
+	local deadline=$((SECONDS + $1 * TB_TIMEOUT_SCALE)); shift
 	until "$@" >/dev/null 2>&1; do
 		((SECONDS < deadline)) || return 1
 		sleep 0.25
 	done
 }
 status_is() { [[ $(status_state) == "$1" ]]; }
+# warned_since WHAT A0 S0: both plugins logged "signals feed WHAT" since the
+# counts A0 (job_submit/m2g) and S0 (select/m2g); prints the counts.
+warned_since() {
+	local a s
+	a=$(( $(log_count "m2g: admission: signals feed $1") - $2 )) s=$(( $(log_count "m2g: select: signals feed $1") - $3 ))
+	echo "'signals feed $1' warnings since: job_submit/m2g $a, select/m2g $s"
+	((a >= 1 && s >= 1))
+}
 # job_state_saved_after T: slurmctld's job state file was written after T.
 job_state_saved_after() { (( $(stat -c %Y "$TB_DIR/state/job_state" 2>/dev/null || echo 0) > $1 )); }
 
@@ -161,7 +170,7 @@ mv -f "$FEED.tmp" "$FEED"                                                  # a r
 wait_until 20 logged_corrupt 3
 wait_until 5 grep -q 'nvl77' "$STATUS"
 ok "grep -q 'no NVLink domain nvl77 in m2g.conf' '$STATUS'" "1a: a feed naming a rack m2g.conf lacks is refused with the name"
-sleep 3   # several more polls of the unchanged corrupt file: none may log again
+sleep 3   # time passing: several more polls of the unchanged corrupt file, none of which may log again
 is "$(($(log_count 'm2g: admission: signals feed corrupt') - e0))/$(($(log_count 'm2g: select: signals feed corrupt') - s0))" \
 	"3/3" "1a: each corrupt version is logged once by job_submit/m2g and once by select/m2g"
 gpu_job c1 --hold --m2g-class=training --wrap true
@@ -180,12 +189,13 @@ m0=$(log_count 'm2g: admission: signals feed missing')
 ms0=$(log_count 'm2g: select: signals feed missing')
 rm -f "$FEED"
 ok "wait_until 5 status_is missing" "1b: removing the feed is noticed within the poll period"
-sleep 1
+tb_wait_for "both plugins warn of the missing feed" 10 warned_since missing "$m0" "$ms0" || true
+sleep "$POLL"  # time passing: a poll more each, which must not warn again
 is "$(($(log_count 'm2g: admission: signals feed missing') - m0))/$(($(log_count 'm2g: select: signals feed missing') - ms0))" \
 	"1/1" "1b: one 'signals feed missing' warning per plugin"
 gpu_job b1 --m2g-class=training --wrap true
 gpu_job b2 --m2g-class=inference --wrap true
-sleep 1
+tb_wait_for "job $b1 deferred" 10 job_is "$b1" PENDING/BeginTime || true
 ok "[[ '$(admin_comment "$b1")' == *cause=dr-keep* && '$(reason "$b1")' == BeginTime ]]" \
 	"1b: fail-safe last: the last snapshot's event still defers deferrable work"
 check "1b: non-deferrable work still runs" wait_job_state "$b2" "RUNNING|COMPLETED" 30
@@ -198,7 +208,8 @@ sst0=$(log_count 'm2g: select: signals feed stale')
 GEN=$(($(date +%s) - TTL + 4)) EVENTS=$(dr_event dr-old $((now + 3600))) write_feed
 ok "wait_until 3 status_is fresh" "1c: a feed ${TTL}-4 s old is still fresh"
 ok "wait_until 10 status_is stale" "1c: it turns stale by time alone (SignalsTTLSec=$TTL)"
-sleep 1
+tb_wait_for "both plugins warn of the stale feed" 10 warned_since stale "$st0" "$sst0" || true
+sleep "$POLL"  # time passing: a poll more each, which must not warn again
 is "$(($(log_count 'm2g: admission: signals feed stale') - st0))/$(($(log_count 'm2g: select: signals feed stale') - sst0))" \
 	"1/1" "1c: one 'signals feed stale' warning per plugin"
 gpu_job o1 --hold --m2g-class=training --wrap true
@@ -286,7 +297,19 @@ ec_r=$(log_count "m2g: select: refusing this reconfigure")
 tb_write "$CONF" <"$T/m2g.conf.bad"
 rc=0
 scontrol reconfigure 2>/dev/null || rc=$?
-sleep $((RELEASE + 1))
+# broken_logged: every plugin that reads m2g.conf has logged the broken line
+# (job_submit/m2g's release thread re-reads it within ReleaseCheckSec).
+broken_logged() {
+	local a t s r
+	a=$(($(log_count "m2g: admission: .*m2g.conf:$bad_line: .*keeping the previous m2g.conf in force") - ec_a))
+	t=$(($(log_count "m2g: topology: .*m2g.conf:$bad_line: .*keeping the previous m2g.conf in force") - ec_t))
+	s=$(($(log_count "m2g: select: .*m2g.conf:$bad_line: ") - ec_s))
+	r=$(($(log_count "m2g: select: refusing this reconfigure") - ec_r))
+	echo "m2g.conf:$bad_line errors logged since: admission $a, topology $t, select $s, select refusals $r"
+	((a >= 1 && s >= 1)) || return 1
+	if tb_slurm_reexecs; then ((r >= 1)); else ((t >= 1)); fi
+}
+tb_wait_for "the plugins log the broken m2g.conf" 30 broken_logged || true
 n_a=$(($(log_count "m2g: admission: .*m2g.conf:$bad_line: .*keeping the previous m2g.conf in force") - ec_a))
 if tb_slurm_reexecs; then
 	# 23.11+: reconfigure starts a new slurmctld. select/m2g (loaded first)
@@ -318,18 +341,29 @@ ac=$(admin_comment "$a1")
 ok "[[ '$ac' == *admission=* && '$ac' != *'monitor would'* ]]" "2: admission still enforces (the broken file's Admission=monitor is not applied)"
 survived "2 broken m2g.conf"
 # Fixed: the good file plus the two valid changes.
+# loaded_since MODE A0: job_submit/m2g logged a load of m2g.conf with
+# admission MODE since the count A0, and the switch tree shows spine01 or
+# spine99 as that file has.
+loaded_since() {
+	local a want=$3
+	a=$(($(log_count "m2g: admission: m2g.conf (re)?loaded: admission $1") - $2))
+	echo "job_submit/m2g loads with admission $1 since: $a; scontrol show topology has $want: $(scontrol show topology 2>/dev/null | grep -c "$want")"
+	((a >= 1)) && scontrol show topology 2>/dev/null | grep -q "$want"
+}
+l0=$(log_count 'm2g: admission: m2g.conf (re)?loaded: admission monitor')
 head -n $((bad_line - 1)) "$T/m2g.conf.bad" | tb_write "$CONF"
 scontrol reconfigure
-sleep $((RELEASE + 1))
+tb_wait_for "the fixed m2g.conf in force" 30 loaded_since monitor "$l0" spine99 || true
 ok "scontrol show topology | grep -q spine99" "2: fixed and reconfigured: the new switch tree is in force"
 # (Re-read in place by the release thread, or loaded by the new slurmctld of
 # a 23.11+ reconfigure.)
 ok "[[ \$(log_count 'm2g: admission: m2g.conf (re)?loaded: admission monitor') -ge 1 ]]" "2: job_submit/m2g logs the reload"
 gpu_job a2 --hold --m2g-class=inference --wrap true
 ok "[[ '$(admin_comment "$a2")' == *'monitor would'* ]]" "2: the new Admission=monitor applies to new jobs"
+l0=$(log_count 'm2g: admission: m2g.conf (re)?loaded: admission enforce')
 tb_write "$CONF" <"$T/m2g.conf.good"
 scontrol reconfigure
-sleep $((RELEASE + 1))
+tb_wait_for "the good m2g.conf back in force" 30 loaded_since enforce "$l0" spine01 || true
 cancel "$s1" "$a1" "$a2"
 survived "2 fixed m2g.conf"
 
@@ -348,7 +382,11 @@ gpu_job def1 --m2g-class=training --wrap 'sleep 2'
 gpu_job def2 --m2g-class=batch --m2g-defer=ok --wrap 'sleep 2'
 wait_job_state "$run1" RUNNING 30
 wait_job_state "$run2" RUNNING 30
-sleep 2
+# The pending jobs as the test below expects them: deferred on their begin
+# time, and the 36-node job tried by the scheduler (its reason set).
+tried() { local r; r=$(reason "$1"); echo "job $1: $(job_state "$1")/$r"; [[ -n $r && $r != None ]]; }
+for id in "$def1" "$def2"; do tb_wait_for "job $id deferred" 10 job_is "$id" PENDING/BeginTime || true; done
+tb_wait_for "the scheduler tries job $pend1" 30 tried "$pend1" || true
 crash_jobs=("$run1" "$run2" "$pend1" "$def1" "$def2")
 # id, state, and AdminComment: all of it for running jobs, m2g's admission
 # part for pending ones (select/m2g's placement part of a pending job says
@@ -373,7 +411,7 @@ ok "grep -q 'admission=defer.*cause=dr-crash' <(grep '^$def1 ' '$T/before')" "3:
 # load: the five newest were). Make a change now and wait for the save that
 # follows it, so every job is on disk before the kill.
 mark=$(date +%s)
-sleep 1
+sleep 1  # time passing: the save must have a later mtime (whole seconds) than the mark
 scontrol update jobid="$run1" comment=m2g-crash-test
 ok "wait_until 90 job_state_saved_after $mark" "3: slurmctld saved its job state after the last submission"
 "$M2G_TESTBED" stop slurmctld --signal KILL --dir "$TB_DIR" >/dev/null
@@ -385,12 +423,14 @@ diag "slurmctld restarted as PID $CTLD_PID"
 # It answers ping once it listens; job queries may take longer on a loaded
 # machine (seen at load 19 on 2 cores).
 ok "wait_until 60 squeue -h -j '$run1'" "3: the restarted slurmctld answers job queries"
-sleep 2
+# The jobs as they were (running ones confirmed by their nodes' slurmd).
+as_before() { snapshot_jobs >"$T/after"; diff "$T/before" "$T/after"; }
+tb_wait_for "the jobs as they were before the crash" 30 as_before || true
 snapshot_jobs >"$T/after"
 is "$(cat "$T/after")" "$(cat "$T/before")" "3: after the restart every job has the same state and m2g AdminComment"
 is "$(reason "$def1")/$(reason "$def2")" "BeginTime/BeginTime" "3: the deferred jobs are still deferred on their begin time"
 ok "[[ \$(log_count 'm2g: admission: job_submit/m2g active') == $((active_before + 1)) ]]" "3: job_submit/m2g started again in the new slurmctld"
-sleep $((RELEASE + 1))
+sleep $((RELEASE + 1))  # time passing: a release pass, which must not release them
 is "$(job_state "$def1")/$(reason "$def1")" "PENDING/BeginTime" "3: a release pass later the deferred jobs are still deferred (the event goes on)"
 survived "3 slurmctld SIGKILL"
 cancel "$pend1" "$run1" "$run2"
@@ -459,8 +499,8 @@ survived "5 slurmdbd down"
 lap
 # ======================================== 6. a DR event ends early ====
 gpu_job def3 --m2g-class=finetune --wrap 'sleep 2'
-sleep 1
-is "$(reason "$def3")" BeginTime "6: a job deferred after the restart waits for the event too"
+check "6: a job deferred after the restart waits for the event too" \
+	tb_wait_for "job $def3 deferred" 10 job_is "$def3" PENDING/BeginTime
 deferred=("$def1" "$def2" "$def3")
 all_started() {
 	local id

@@ -18,6 +18,14 @@
 #                                "RUNNING|COMPLETED"; fails early when the job
 #                                ends in another state
 #   job_state JOBID              current state (scontrol, then sacct)
+#   job_is JOBID STATE[/REASON]  the job is in STATE (and pends for REASON);
+#                                prints what it is (a tb_wait_for check)
+#   tb_comment_has JOBID TEXT    its AdminComment holds TEXT; prints it
+#   tb_await_feed FEED STATUS [STATE]   wait until job_submit/m2g holds the
+#                                signals feed FEED as written now (its status
+#                                file STATUS says STATE, default fresh, and
+#                                has FEED as its snapshot), then one poll
+#                                period for select/m2g, which has no status
 #   job_nodes JOBID              allocated nodes, one per line (scontrol)
 #   job_nodelist JOBID           the same as one Slurm hostlist
 #   sacct_field JOBID FIELD [TIMEOUT]  a field of the job's allocation line,
@@ -44,6 +52,14 @@
 #                                that exits first or stays silent fails with
 #                                its name, status and LOG's last lines (on
 #                                stderr: the caller captures stdout)
+#   tb_wait_for WHAT TIMEOUT CMD [ARG...]   poll CMD (not eval'ed) until it
+#                                exits 0, for at most TIMEOUT s (times
+#                                TB_TIMEOUT_SCALE); silent when it does.
+#                                Otherwise a diag "WHAT: not after N s" and
+#                                what CMD printed at its last try (so CMD
+#                                should print what it saw), and status 1.
+#                                Use it, not a fixed sleep, before a test of
+#                                a state that takes a while to come
 #
 # After tb_up: TB_DIR, TB_BASE, and SLURM_CONF/M2G_CONF exported (and, for an
 # upstream release, PATH with its clients first).
@@ -363,16 +379,18 @@ tb_ctld_unbroken() {
 # "m2g.conf reloaded" log line (from 23.11 on the reconfigure starts a new
 # slurmctld, which says "loaded").
 _M2G_LOADED='m2g: select: m2g.conf \(re\)\?loaded'
+_m2g_loaded_since() {
+	local n
+	n=$(_ctld_count "$_M2G_LOADED")
+	echo "select/m2g's m2g.conf (re)loaded lines: $n, $1 before the reconfigure"
+	((n > $1))
+}
 tb_reconfigure_m2g() {
-	local before after k
+	local before
 	before=$(_ctld_count "$_M2G_LOADED")
 	scontrol reconfigure
-	for ((k = 0; k < 60; k++)); do
-		after=$(_ctld_count "$_M2G_LOADED")
-		((after > before)) && break
-		sleep 0.5
-	done
-	ok "(( $after > $before ))" "${1:-select/m2g reloaded m2g.conf at scontrol reconfigure}"
+	check "${1:-select/m2g reloaded m2g.conf at scontrol reconfigure}" \
+		tb_wait_for "select/m2g reloading m2g.conf" 30 _m2g_loaded_since "$before"
 }
 
 # tb_write FILE: standard input becomes FILE, renamed into place.
@@ -409,6 +427,22 @@ tb_await_server() {
 	done
 	{ diag "$name (pid $pid) is not serving after ${timeout} s; last lines of $log:"
 	  tail -n 15 "$log" 2>/dev/null | sed 's/^/#   /'; } >&2
+	return 1
+}
+
+tb_wait_for() {
+	local what=$1 timeout=$(($2 * TB_TIMEOUT_SCALE)) out="" rc=0
+	shift 2
+	local deadline=$((SECONDS + timeout))
+	while :; do
+		rc=0
+		out=$("$@" 2>&1) || rc=$?
+		((rc == 0)) && return 0
+		((SECONDS < deadline)) || break
+		sleep 0.25
+	done
+	diag "$what: not after ${timeout} s (status $rc); the last check said:"
+	[[ -n $out ]] && printf '%s\n' "$out" | tail -n 12 | sed 's/^/#   /'
 	return 1
 }
 
@@ -452,6 +486,50 @@ wait_job_state() {
 	done
 	diag "job $id still '${st:-unknown}' after ${timeout}s waiting for $want"
 	return 1
+}
+
+job_is() {
+	local got
+	got=$(job_state "$1")
+	[[ $2 == */* ]] && got+="/$(squeue -h -j "$1" -o %r 2>/dev/null)"
+	echo "job $1: $got"
+	[[ $got == "$2" ]]
+}
+
+tb_comment_has() {
+	local c
+	c=$(squeue -h -t all -j "$1" -O admin_comment:1000 2>/dev/null | sed 's/ *$//')
+	echo "job $1 AdminComment: $c"
+	[[ $c == *"$2"* ]]
+}
+
+# tb_feed_held FEED STATUS [STATE]: job_submit/m2g has judged the feed as it
+# is now: STATUS says STATE and, when FEED is there and is JSON, holds it as
+# its snapshot (compared as JSON). Prints what STATUS says otherwise.
+tb_feed_held() {
+	python3 - "$1" "$2" "${3:-fresh}" <<'PY'
+import json, sys
+feed_path, status_path, want = sys.argv[1:]
+try:
+    st = json.load(open(status_path))
+except (OSError, ValueError) as e:
+    sys.exit("status file: %s" % e)
+try:
+    feed = json.load(open(feed_path))
+except (OSError, ValueError):
+    feed = None  # missing or corrupt: only the state can say
+snap = st.get("snapshot")
+if st.get("state") != want or (feed is not None and snap != feed):
+    sys.exit("status file: state %s (want %s), failsafe %s, detail: %s; its snapshot %s the feed as written"
+             % (st.get("state"), want, st.get("failsafe"), st.get("detail"), "is" if snap == feed else "is not"))
+PY
+}
+tb_await_feed() {
+	tb_wait_for "job_submit/m2g holds the feed just written (${3:-fresh})" 10 tb_feed_held "$@" || return 0
+	# Time passing: select/m2g polls the same file on its own thread
+	# (SignalsPollSec=1 in every suite that writes a feed) and writes no
+	# status to wait on: one poll period.
+	sleep 1.2
 }
 
 job_nodelist() {

@@ -45,7 +45,7 @@ used_per_rack() {
 admin_comment() { squeue -h -t all -j "$1" -O admin_comment:600 | sed 's/ *$//'; }
 
 write_feed
-sleep 3
+tb_await_feed "$FEED" "$STATUS"
 ok "grep -q '\"state\": *\"fresh\"' '$STATUS'" "job_submit/m2g has read the feed (status file: fresh)"
 
 # --- usage and errors ----------------------------------------------------------------
@@ -78,8 +78,10 @@ pl=$(sbatch --parsable -N2 --gres=gpu:4 --m2g-topology=strict:nvlink --m2g-class
 check "a 2-node strict:nvlink job runs" wait_job_state "$pl" RUNNING 60
 sw=$(sbatch --parsable -N18 --exclusive --gres=gpu:4 --m2g-topology=strict:nvlink --m2g-class=training \
 	--wrap 'sleep 5')
-sleep 4
-is "$(job_state "$sw")" PENDING "an 18-node strict:nvlink job waits while every rack has a busy node"
+# m2g explain reads select/m2g's verdict in the AdminComment: wait for it
+# (Slurm's own reason, Resources, comes earlier).
+tb_wait_for "select/m2g's verdict on job $sw" 30 tb_comment_has "$sw" 'waiting policy=strict:nvlink' || true
+is "$(job_state "$sw")" PENDING "an 18-node strict:nvlink job waits while every rack has a busy node ($(squeue -h -j "$sw" -o %r))"
 
 # explain: strict-waiting
 used_per_rack >"$T/used.before"
@@ -122,10 +124,9 @@ now=$(date +%s)
 ev_end=$((now + 3600))
 EVENTS="[{\"id\": \"dr-obs\", \"start\": $((now - 60)), \"end\": $ev_end, \"curtail_pct\": 50, \"scope\": \"site\"}]"
 write_feed
-sleep 3
+tb_await_feed "$FEED" "$STATUS"
 df=$(sbatch --parsable -N1 --gres=gpu:4 --m2g-class=batch --wrap 'sleep 5')
-sleep 2
-is "$(job_state "$df")/$(squeue -h -j "$df" -o %r)" "PENDING/BeginTime" "during the event a batch job is deferred"
+check "during the event a batch job is deferred" tb_wait_for "job $df PENDING/BeginTime" 10 job_is "$df" PENDING/BeginTime
 rc=0; "$M2G" explain "$df" >"$T/x-defer" 2>"$T/x-defer.err" || rc=$?
 ev_end_utc=$(date -u -d "@$ev_end" +%Y-%m-%dT%H:%M:%SZ)
 ok "[[ $rc == 0 ]] && grep -q 'dr-obs' '$T/x-defer'" "explain (deferred): names the event"
@@ -136,7 +137,12 @@ diag "m2g explain $df (deferred):"; show "$T/x-defer"
 ok "py 'd[\"verdict\"] == \"deferred\"' '$T/x-defer.json'" "explain --json (deferred): verdict deferred"
 
 # --- m2g status against scontrol/squeue ---------------------------------------------------
-sleep 1
+# The queue counts below need both pending jobs deferred: the batch job at
+# submission, the waiting training job by job_submit/m2g's release thread
+# (every ReleaseCheckSec=2) once the event is in force.
+for j in "$sw" "$df"; do
+	tb_wait_for "job $j deferred by the event" 10 tb_comment_has "$j" 'admission=defer' || true
+done
 rc=0; "$M2G" status >"$T/status" 2>"$T/status.err" || rc=$?
 "$M2G" status --json >"$T/status.json" 2>>"$T/status.err" || rc=$?
 ok "[[ $rc == 0 ]] && python3 -c 'import json,sys; json.load(open(sys.argv[1]))' '$T/status.json'" "m2g status and --json run; the JSON parses"

@@ -13,6 +13,47 @@ M2G=$BUILD/src/cli/m2g
 DATA=${M2G_DATA:-$(cd "$SRC/.." && pwd)/shared/data}
 T=$TB_TMP
 
+# --- results pages: one check, contrib/lib/results.sh -----------------------------
+# Every contrib script that writes doc/results/ sources it and refuses to start
+# from a dirty tree.
+for w in m2g-bench m2g-bench-admission m2g-bench-spank m2g-bench-testbed m2g-compare m2g-scenarios; do
+	check "contrib/$w checks the tree with contrib/lib/results.sh" \
+		grep -q 'm2g_results_begin' "$SRC/contrib/$w"
+done
+# The helper on a scratch repository: a clean tree gives the full commit; a
+# modified or untracked file is refused, naming it; doc/results/ and an
+# untracked configured build tree do not count; HEAD moving during a run
+# stops the page.
+R=$T/repo
+mkdir -p "$R/contrib/lib" "$R/doc/results"
+cp "$SRC/contrib/lib/results.sh" "$R/contrib/lib/"
+echo a >"$R/a.c"
+git -C "$R" init -q && git -C "$R" add -A &&
+	git -C "$R" -c user.name=t -c user.email=t@t commit -qm init
+results() { (cd "$R" && . contrib/lib/results.sh && "$@"); }
+got=$(results bash -c '. contrib/lib/results.sh; m2g_results_begin t "$PWD" && echo "$M2G_RESULTS_COMMIT"' 2>&1)
+is "$got" "$(git -C "$R" rev-parse HEAD)" "results.sh: a clean tree: M2G_RESULTS_COMMIT is git rev-parse HEAD (40 digits)"
+echo page >"$R/doc/results/p.md"
+mkdir "$R/build-x" && : >"$R/build-x/config.status"
+check "results.sh: doc/results/ and an untracked configured build tree do not make it dirty" results m2g_results_begin t "$R"
+echo b >>"$R/a.c"
+rc=0; out=$(results m2g_results_begin t "$R" 2>&1) || rc=$?
+[[ $rc == 1 && $out == *'refusing to write a results page from a dirty source tree'*' M a.c'* ]] && r=0 || r=1
+ok "$r" "results.sh: a modified file is refused, and named"
+git -C "$R" checkout -q a.c
+echo n >"$R/new.c"
+rc=0; out=$(results m2g_results_begin t "$R" 2>&1) || rc=$?
+[[ $rc == 1 && $out == *'?? new.c'* ]] && r=0 || r=1
+ok "$r" "results.sh: an untracked source file is refused, and named"
+rm "$R/new.c"
+rc=0; out=$(results bash -c '. contrib/lib/results.sh; m2g_results_begin t "$PWD" &&
+	git -c user.name=t -c user.email=t@t commit -q --allow-empty -m later && m2g_results_end t "$PWD"' 2>&1) || rc=$?
+[[ $rc == 1 && $out == *'HEAD moved from'* ]] && r=0 || r=1
+ok "$r" "results.sh: HEAD moving during the run stops the page"
+rc=0; out=$(cd "$T" && . "$SRC/contrib/lib/results.sh" && m2g_results_begin t "$T" 2>&1) || rc=$?
+[[ $rc == 1 && $out == *'not a git checkout'* ]] && r=0 || r=1
+ok "$r" "results.sh: outside a git checkout, no page"
+
 if [[ ! -r $DATA/philly_first20k.csv ]]; then
 	skip "scenarios" "no ../shared/data (M2G_DATA) here"
 	exit 0

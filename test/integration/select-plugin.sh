@@ -15,6 +15,51 @@ make_busy() { sbatch --parsable -J busy -N10 -w 'r01n[01-10]' --exclusive --gres
 rack_job() {  # a 72-GPU job: 18 nodes x 4 GPUs
 	sbatch --parsable -J rack -N18 --exclusive --gres=gpu:4 "$@" --wrap 'srun true; sleep 5'
 }
+# Predicates for tb_wait_for: each prints what it saw.
+# topology_has SWITCH...: slurmctld's topology lists these switches.
+topology_has() {
+	local t sw
+	t=$(scontrol show topology 2>&1) || { echo "$t"; return 1; }
+	echo "$t"
+	for sw; do grep -q "SwitchName=$sw " <<<"$t" || return 1; done
+}
+# job_field_has JOBID TEXT: `scontrol show job` holds TEXT; prints the
+# AdminComment and SchedNodeList lines.
+job_field_has() {
+	local j
+	j=$(scontrol show job "$1" 2>&1)
+	grep -E 'AdminComment=|SchedNodeList=|JobState=' <<<"$j"
+	grep -qF -- "$2" <<<"$j"
+}
+# planned_on JOBID: backfill has planned it somewhere (SchedNodeList).
+planned_on() {
+	local p
+	p=$(scontrol show job "$1" | sed -n 's/.*SchedNodeList=\([^ ]*\).*/\1/p')
+	echo "job $1: SchedNodeList=${p:-none}"
+	[[ -n $p && $p != "(null)" ]]
+}
+# saved_after EPOCH: slurmctld's job state file was written after EPOCH.
+saved_after() {
+	local m
+	m=$(stat -c %Y "$TB_DIR/state/job_state" 2>/dev/null || echo 0)
+	echo "job_state written at $m, wanted after $1"
+	((m > $1))
+}
+# registered NODE: the node has registered with slurmctld (not UNKNOWN or
+# NOT_RESPONDING).
+registered() {
+	local st
+	st=$(scontrol show node "$1" | sed -n 's/.* State=\([^ ]*\).*/\1/p')
+	echo "$1: State=${st:-none}"
+	[[ -n $st && $st != UNKNOWN* && $st != *NOT_RESPONDING* ]]
+}
+# idle_cluster: no job is running or completing.
+idle_cluster() {
+	local q
+	q=$(squeue -h -t RUNNING,COMPLETING -o '%i %j %T')
+	echo "running or completing: ${q:-none}"
+	[[ -z $q ]]
+}
 
 # --- (a) stock cons_tres + topology/tree of the InfiniBand fabric ----------
 # What a site without m2g runs: the leaf switches know their nodes, nothing
@@ -26,7 +71,7 @@ SwitchName=leaf02 Nodes=r0[5-8]n[01-18]
 SwitchName=spine01 Switches=leaf[01-02]
 EOT
 scontrol reconfigure
-sleep 1
+tb_wait_for "topology/tree reads the new topology.conf" 30 topology_has leaf01 leaf02 spine01 || true
 b=$(make_busy); wait_job_state "$b" RUNNING 60
 j=$(rack_job); wait_job_state "$j" COMPLETED 120
 stock_where=$(where "$(job_nodelist "$j")")
@@ -60,10 +105,7 @@ for h in "${holders[@]}" "$short"; do wait_job_state "$h" RUNNING 60; done
 strict=$(rack_job -t 10)  # no --m2g-topology: the partition default applies
 # Slurm tries it at submission, or (while another job completes) at the
 # next scheduling pass: wait for its first run-now test.
-for _ in $(seq 1 60); do
-	scontrol show job "$strict" | grep -q 'AdminComment=m2g:\[waiting' && break
-	sleep 0.5
-done
+tb_wait_for "select/m2g's first verdict on job $strict" 30 job_field_has "$strict" 'AdminComment=m2g:[waiting' || true
 is "$(job_state "$strict")" PENDING "a strict 18-node job (partition default) waits while no rack is whole"
 ac=$(scontrol show job "$strict" | sed -n 's/.*AdminComment=\(m2g:.*\)$/\1/p')
 ok "[[ '$ac' == 'm2g:[waiting policy=strict:nvlink wait=nvlink-domain need=18 reason=waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 17)'[\;\]]* ]]" \
@@ -73,12 +115,8 @@ diag "AdminComment: $ac"
 # answer gave it: one whole rack, the one that frees first by the running
 # jobs' time limits (hold3's -t 1 against the others' 30-minute default),
 # not the first in rank order (SchedNodeList).
-planned=""
-for _ in $(seq 1 60); do
-	planned=$(scontrol show job "$strict" | sed -n 's/.*SchedNodeList=\([^ ]*\).*/\1/p') || planned=
-	[[ -n $planned && $planned != "(null)" ]] && break
-	sleep 0.5
-done
+tb_wait_for "backfill plans job $strict" 30 planned_on "$strict" || true
+planned=$(scontrol show job "$strict" | sed -n 's/.*SchedNodeList=\([^ ]*\).*/\1/p') || planned=
 is "$(where "$planned")" "18 nodes in 1 NVLink domain (nvl03 18/18, whole) under 1 leaf switch (leaf01)" \
 	"backfill plans it on one whole rack, the one that frees first (SchedNodeList=${planned:-none})"
 small=$(sbatch --parsable -J small -N2 --exclusive --gres=gpu:4 -t 2 --wrap 'sleep 3')
@@ -125,13 +163,9 @@ scontrol delete reservationname=m2gcores >/dev/null 2>&1 || true
 # requeued, as Slurm intends). Make a change now and wait for the save
 # that follows it, so the running jobs are on disk before the kill.
 mark=$(date +%s)
-sleep 1
+sleep 1  # time passing: the save must have a later mtime (whole seconds) than the mark
 scontrol update jobid="$h1" comment=m2g-crash-test
-for _ in $(seq 1 90); do
-	(( $(stat -c %Y "$TB_DIR/state/job_state" 2>/dev/null || echo 0) > mark )) && break
-	sleep 1
-done
-ok "(( \$(stat -c %Y $TB_DIR/state/job_state) > $mark ))" "slurmctld saved its job state after the jobs started"
+check "slurmctld saved its job state after the jobs started" tb_wait_for "a job state save" 90 saved_after "$mark"
 "$M2G_TESTBED" stop slurmctld --signal KILL --dir "$TB_DIR" >/dev/null
 # Started as the testbed starts it (in the daemons' mount namespace); it
 # waits until slurmctld answers.
@@ -154,40 +188,38 @@ for n in fill h1 h2; do scancel -n "$n"; done  # one name each: a repeated -n ke
 # but for one node each, so only a two-rack placement is free: its wait
 # starts then, and it still holds out for a whole rack for 20 s, saying
 # since when in AdminComment, before it takes the two racks.
-sed -i -e 's/^PartitionName=gpu .*/PartitionName=gpu DefaultTopology=prefer:nvlink PreferWaitSec=20/' \
-	-e '/^HealthFile=/d' "$TB_DIR/etc/m2g.conf"
+sed -e 's/^PartitionName=gpu .*/PartitionName=gpu DefaultTopology=prefer:nvlink PreferWaitSec=20/' \
+	-e '/^HealthFile=/d' "$TB_DIR/etc/m2g.conf" | tb_write "$TB_DIR/etc/m2g.conf"
 # The drain from (c) is in slurmctld's saved node state only if it was saved
 # before the SIGKILL in (f); resume it if it is still there. Slurm refuses
 # to resume a node that has not registered with the new slurmctld yet
 # (until then its state is UNKNOWN: "Invalid node state specified 0").
-for _ in $(seq 1 60); do
-	st=$(scontrol show node r05n03 | sed -n 's/.* State=\([^ ]*\).*/\1/p')
-	[[ -n $st && $st != UNKNOWN* && $st != *NOT_RESPONDING* ]] && break
-	sleep 0.5
-done
+tb_wait_for "r05n03 registers with the restarted slurmctld" 30 registered r05n03 || true
 if scontrol show node r05n03 | grep -q 'State=[A-Z+]*DRAIN'; then
 	check "(g) the drained node registered again and is resumed" scontrol update nodename=r05n03 state=resume
 fi
 tb_reconfigure_m2g "select/m2g reloaded m2g.conf (PreferWaitSec=20, no HealthFile)"
-for _ in $(seq 1 90); do [[ -z $(squeue -h -t RUNNING,COMPLETING -o %i) ]] && break; sleep 1; done
+tb_wait_for "the jobs of (f) to end" 90 idle_cluster || true
 is "$(squeue -h -t RUNNING,COMPLETING -o %i | wc -l)" 0 "(g) starts on an idle cluster"
 holders=()
 for r in 1 2 3 4 5 6 7 8; do holders+=("$(sbatch --parsable -J hold -N1 -w "r0${r}n01" --exclusive --gres=gpu:4 --wrap 'sleep 600')"); done
 wall=$(sbatch --parsable -J wall -N136 -w 'r0[1-8]n[02-18]' --exclusive --gres=gpu:4 --wrap 'sleep 600')
 for h in "${holders[@]}" "$wall"; do wait_job_state "$h" RUNNING 60; done
 pj=$(rack_job -t 10)
+# Time passing: 30 s with nothing free, longer than PreferWaitSec, must not
+# start its prefer wait nor the job.
 sleep 30
 is "$(job_state "$pj")" PENDING "a prefer job with nothing free for 30 s (PreferWaitSec=20) still pends"
 ok "! scontrol show job $pj | grep -q prefer_since=" "its prefer wait has not started: no placement of any kind was free"
 freed=$(date +%s)
 scancel "$wall"
-for _ in $(seq 1 20); do scontrol show job "$pj" | grep -q 'prefer_since=' && break; sleep 0.5; done
+tb_wait_for "job $pj's prefer wait to start" 10 job_field_has "$pj" 'prefer_since=' || true
 ac=$(scontrol show job "$pj" | sed -n 's/.*AdminComment=\(m2g:[^ ]* .*\)$/\1/p')
 since=$(scontrol show job "$pj" | grep -o 'prefer_since=[0-9]*' | cut -d= -f2)
 diag "AdminComment: $ac"
 ok "[[ -n '$since' ]] && (( ${since:-0} >= freed - 1 && ${since:-0} <= freed + 20 ))" \
 	"the wait starts when a two-rack placement is free (prefer_since=${since:-none}, freed at $freed)"
-sleep 8
+sleep 8  # time passing: within PreferWaitSec (20 s) it must not start
 is "$(job_state "$pj")" PENDING "8 s later it still holds out for a whole rack"
 ok "$M2G explain $pj | grep -q 'prefer takes the best placement free from'" "m2g explain says when it falls back"
 check "then it takes the best placement free" wait_job_state "$pj" "RUNNING|COMPLETED" 120

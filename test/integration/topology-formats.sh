@@ -62,10 +62,20 @@ for conf in nvl72-8rack dgx-h100-pod nvl72-64rack; do
 	done
 done
 
-# ---- -o writes the golden files (the unit tests hold the same files) ----------
-for pair in slurm-yaml:topology.yaml kueue:kueue.yaml kai:kai.yaml volcano:volcano.yaml labels:labels.yaml; do
-	check "export --format=${pair%%:*} -o matches test/fixtures/nvl72-8rack.${pair#*:}" \
-		cmp -s "$T/nvl72-8rack.${pair%%:*}" "$FIX/nvl72-8rack.${pair#*:}"
+# ---- -o writes the golden files of every fixture cluster ----------------------
+# (The unit tests hold nvl72-8rack's too.) A missing golden fails: a new
+# fixture cluster comes with its goldens.
+for conf in nvl72-8rack dgx-h100-pod nvl72-64rack; do
+	for pair in slurm-yaml:topology.yaml kueue:kueue.yaml kai:kai.yaml volcano:volcano.yaml labels:labels.yaml; do
+		g=$FIX/$conf.${pair#*:}
+		if [[ ! -f $g ]]; then
+			ok 1 "export --format=${pair%%:*} of $conf.conf has a golden file"
+			diag "  no ${g#"$SRC/"}: write it with m2g topology export --format=${pair%%:*} -o ${g#"$SRC/"} test/fixtures/$conf.conf"
+			continue
+		fi
+		check "export --format=${pair%%:*} -o matches test/fixtures/$conf.${pair#*:}" \
+			cmp -s "$g" "$T/$conf.${pair%%:*}"
+	done
 done
 run "$M2G" topology export --format=kai --name fabric-a "$FIX/nvl72-8rack.conf"
 check "--name names the KAI Topology" grep -qx '  name: "fabric-a"' "$T/out"
@@ -74,6 +84,37 @@ check "--name names the Slurm topologies in Slinky's annotation" \
 	grep -q 'topology.slinky.slurm.net/spec: "fabric-a-tree:spine01:leaf01:nvl01,fabric-a-block:nvl01"' "$T/out"
 
 # ---- the validator fails broken copies, each for its rule ---------------------
+# An exporter that wrote nothing, or left out an object kind the reader needs,
+# must not pass.
+: >"$T/empty"
+printf '# nothing but a comment\n---\n' >"$T/comment-only"
+for f in $FORMATS; do
+	check "validator: an empty --format=$f output is refused" invalid "$f" "$T/empty" "the output is empty"
+done
+check "validator: a file of comments and document markers only is refused (kueue)" \
+	invalid kueue "$T/comment-only" "the output is empty"
+printf '[]\n' >"$T/empty-list"
+check "validator: an empty topology list is refused (slurm-yaml)" invalid slurm-yaml "$T/empty-list" "the output is empty"
+printf '{"apiVersion": "v1", "kind": "List", "items": []}\n' >"$T/empty-items"
+check "validator: a v1 List with no items is refused (labels)" invalid labels "$T/empty-items" "the output is empty"
+# Missing kinds: the Kueue export without its Topology, then without its
+# ResourceFlavor; one format's objects given as another's.
+python3 - "$T/nvl72-8rack.kueue" "$T/k-notopo" "$T/k-noflavor" <<'EOF'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+yaml.safe_dump_all([d for d in docs if d["kind"] != "Topology"], open(sys.argv[2], "w"))
+yaml.safe_dump_all([d for d in docs if d["kind"] != "ResourceFlavor"], open(sys.argv[3], "w"))
+EOF
+check "validator: a Kueue export with no Topology is refused, naming the kind" \
+	invalid kueue "$T/k-notopo" "no Topology object (kueue.x-k8s.io/v1beta2)"
+check "validator: a Kueue export with no ResourceFlavor is refused, naming the kind" \
+	invalid kueue "$T/k-noflavor" "no ResourceFlavor object (kueue.x-k8s.io/v1beta2)"
+check "validator: Kueue objects given as --format=volcano: no HyperNode, refused" \
+	invalid volcano "$T/nvl72-8rack.kueue" "no HyperNode object (topology.volcano.sh/v1alpha1)"
+check "validator: Volcano objects given as --format=kai: no KAI Topology, refused" \
+	invalid kai "$T/nvl72-8rack.volcano" "no Topology object (kai.scheduler/v1alpha1)"
+echo 'just text' >"$T/scalar"
+check "validator: a YAML scalar is not a Kubernetes object" invalid kai "$T/scalar" "is not a Kubernetes object"
 K=$T/nvl72-8rack.kueue
 # hostname not last (CEL), a duplicate level (CEL), a bad label key (pattern)
 python3 - "$K" "$T/k1" "$T/k2" "$T/k3" <<'EOF'

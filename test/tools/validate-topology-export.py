@@ -7,7 +7,10 @@ FORMAT: slurm-yaml, kueue, kai, volcano or labels. Every object is checked
 against the JSON Schema in SCHEMA_DIR for its apiVersion and kind (test/schemas:
 m2g's encodings of the projects' CRD OpenAPI schemas), then against the rules
 those projects enforce in CEL, webhooks or their own parsers, which JSON Schema
-cannot say. Prints "ok: N objects" and exits 0, or one line per problem and
+cannot say. An output with no object, and a Kubernetes export missing an object
+kind its reader needs (a Kueue Topology or ResourceFlavor, a KAI Topology, a
+Volcano HyperNode, a Node), are problems too: an exporter that wrote nothing
+must not pass. Prints "ok: N objects" and exits 0, or one line per problem and
 exits 1. Needs python3-yaml and python3-jsonschema.
 """
 import json
@@ -60,8 +63,11 @@ def levels_rules(obj, problems, where):
 
 def check_k8s(fmt, docs, schema_dir, problems):
     objects = []
-    for doc in docs:
+    for i, doc in enumerate(docs):
         if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            problems.append("document %d is not a Kubernetes object but %s" % (i + 1, type(doc).__name__))
             continue
         if doc.get("kind") == "List":
             objects.extend(doc.get("items") or [])
@@ -93,6 +99,13 @@ def check_k8s(fmt, docs, schema_dir, problems):
             spec = md.get("annotations", {}).get("topology.slinky.slurm.net/spec")
             if spec is not None and not re.match(r"^[^,:]+(:[^,:]+)+(,[^,:]+(:[^,:]+)+)*$", spec):
                 problems.append("%s: topology.slinky.slurm.net/spec '%s' is not TOPOLOGY:UNIT[,...]" % (where, spec))
+    if not objects:
+        problems.append("no objects: the output is empty (--format=%s writes %s)"
+                        % (fmt, ", ".join(sorted(k for _, k in EXPECTED_KINDS[fmt]))))
+        return 0
+    seen = {key for (key, _) in names}
+    for key in sorted(EXPECTED_KINDS[fmt] - seen):
+        problems.append("no %s object (%s): --format=%s always writes one" % (key[1], key[0], fmt))
     # References between objects.
     if fmt == "kueue":
         topologies = {n for (k, n) in names if k[1] == "Topology"}
@@ -115,6 +128,9 @@ def check_k8s(fmt, docs, schema_dir, problems):
 
 
 def check_slurm_yaml(docs, schema_dir, problems):
+    if not [d for d in docs if d is not None] or docs == [[]]:
+        problems.append("no topologies: the output is empty (a topology.yaml is a list of topologies)")
+        return 0
     if len(docs) != 1:
         problems.append("a topology.yaml is one YAML document; found %d" % len(docs))
         return 0
