@@ -18,7 +18,8 @@ void add_conf_option(CLI::App* sub, std::string& conf, const char* alias)
 {
     const std::string names = *alias ? std::string("--conf,") + alias : std::string("--conf");
     sub->add_option(names, conf,
-                    std::string(kConfOptionHelp) + (*alias ? std::string("; ") + alias + " is its old name" : ""));
+                    std::string(kConfOptionHelp) + (*alias ? std::string("; ") + alias + " is its old name" : ""))
+        ->type_name("FILE");
 }
 
 void add_json_flag(CLI::App* sub, bool& as_json) { sub->add_flag("--json", as_json, "one JSON object"); }

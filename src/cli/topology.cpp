@@ -41,7 +41,7 @@ void add_export(CLI::App* topo, Topology& t)
                       "Topology object name (kueue, kai) and topology name prefix (slurm-yaml); default: the "
                       "ClusterName, else m2g");
     t.exp->add_option("-o,--output", t.output, "write to this file instead of standard output");
-    t.exp->add_option("FILE", t.file, std::string("m2g.conf to export; default as --conf: ") + kConfDefaultHelp);
+    t.exp->add_option("FILE", t.file, std::string("m2g.conf to export (default: ") + kConfDefaultHelp + ")");
 }
 
 void add_imports(CLI::App* topo, Topology& t)
@@ -255,10 +255,10 @@ Command add_topology(CLI::App& app)
     topo->require_subcommand(1);
 
     t->validate = topo->add_subcommand("validate", "Check an m2g.conf; print file:line errors");
-    t->validate->add_option("FILE", t->file, std::string("m2g.conf to check; default as --conf: ") + kConfDefaultHelp);
+    t->validate->add_option("FILE", t->file, std::string("m2g.conf to check (default: ") + kConfDefaultHelp + ")");
 
     t->show = topo->add_subcommand("show", "Print the topology as a tree with node and GPU counts per level");
-    t->show->add_option("FILE", t->file, std::string("m2g.conf to show; default as --conf: ") + kConfDefaultHelp);
+    t->show->add_option("FILE", t->file, std::string("m2g.conf to show (default: ") + kConfDefaultHelp + ")");
 
     add_export(topo, *t);
     add_imports(topo, *t);

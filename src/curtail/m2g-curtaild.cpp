@@ -644,7 +644,7 @@ int main(int argc, char** argv)
     CLI::App app{"m2g-curtaild: keeps every power scope under its budget during demand-response events by capping, "
                  "suspending or requeueing running jobs as m2g.conf allows, and gives the power back when they end. "
                  "See m2g-curtaild(8)."};
-    app.add_option("--conf", conf, m2g::kConfOptionHelp);
+    app.add_option("--conf", conf, m2g::kConfOptionHelp)->type_name("FILE");
     app.add_option("--state", state, "where it keeps what it curtailed across restarts (default "
                                      "/var/lib/m2g/curtaild-state.json; \"\" none)");
     app.add_option("--audit-log", audit, "append every action as one JSON object per line to this file");

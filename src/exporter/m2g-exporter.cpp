@@ -528,7 +528,7 @@ int main(int argc, char** argv)
                  "signals, plugin decisions) as Prometheus metrics. See m2g-exporter(1) and doc/metrics.md."};
     app.add_option("--listen", listen, "address:port to serve on (default " + std::string(kDefaultListen) +
                                            ", loopback only; 0 as port picks a free one)");
-    app.add_option("--conf", conf, m2g::kConfOptionHelp);
+    app.add_option("--conf", conf, m2g::kConfOptionHelp)->type_name("FILE");
     app.add_option("--interval", interval, "refresh Slurm's state at most every this many seconds (default 15)")
         ->check(CLI::Range(1, 3600));
     app.add_flag("--once", once, "refresh once, print the metrics on standard output and exit (1 when Slurm "
