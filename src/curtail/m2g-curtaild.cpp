@@ -653,7 +653,12 @@ int main(int argc, char** argv)
                                              "an address, e.g. test clusters)");
     app.add_flag("--once", once, "one pass, then exit");
     app.set_version_flag("--version", std::string(kProg) + " " + PACKAGE_VERSION);
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // Help and version exit 0; a usage error exits 2, as for m2g(1).
+        return app.exit(e) == 0 ? 0 : 2;
+    }
     try {
         conf = m2g::resolve_conf_path(conf);
         struct sigaction sa {};

@@ -531,11 +531,16 @@ int main(int argc, char** argv)
     app.add_option("--conf", conf, m2g::kConfOptionHelp)->type_name("FILE");
     app.add_option("--interval", interval, "refresh Slurm's state at most every this many seconds (default 15)")
         ->check(CLI::Range(1, 3600));
-    app.add_flag("--once", once, "refresh once, print the metrics on standard output and exit (1 when Slurm "
+    app.add_flag("--once", once, "refresh once, print the metrics on standard output and exit (5 when Slurm "
                                  "could not be read)");
     app.add_flag("--list-metrics", list, "print every metric (name, type, labels, help) and exit");
     app.set_version_flag("--version", std::string(kProg) + " " + PACKAGE_VERSION);
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // Help and version exit 0; a usage error exits 2, as for m2g(1).
+        return app.exit(e) == 0 ? 0 : 2;
+    }
 
     if (list) {
         list_metrics();
@@ -548,7 +553,7 @@ int main(int argc, char** argv)
         refresher.load_first();
         if (once) {
             std::cout << refresher.refresh() << std::flush;
-            return refresher.up() ? 0 : 1;
+            return refresher.up() ? 0 : 5;  // Slurm cannot be reached, as for m2g(1)
         }
 
         // SIGTERM/SIGINT go to sigwait() below: block them before any thread starts.
