@@ -1,6 +1,7 @@
 // m2g CLI: the helpers commands.hpp declares for more than one command group.
 #include "cli/commands.hpp"
 
+#include <CLI/CLI.hpp>
 #include <json-c/json.h>
 
 #include <fstream>
@@ -8,9 +9,20 @@
 #include <memory>
 
 #include "core/base/error.hpp"
+#include "core/model/config.hpp"
 
 namespace m2g {
 namespace cli {
+
+void add_conf_option(CLI::App* sub, std::string& conf, const char* alias)
+{
+    const std::string names = *alias ? std::string("--conf,") + alias : std::string("--conf");
+    sub->add_option(names, conf,
+                    std::string(kConfOptionHelp) + (*alias ? std::string("; ") + alias + " is its old name" : ""))
+        ->type_name("FILE");
+}
+
+void add_json_flag(CLI::App* sub, bool& as_json) { sub->add_flag("--json", as_json, "one JSON object"); }
 
 void emit(const std::string& text, const std::string& output)
 {

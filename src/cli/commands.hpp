@@ -20,9 +20,15 @@ class App;
 namespace m2g {
 namespace cli {
 
-// Exit status (usage errors, 2, are CLI11's and main's).
-inline constexpr int kExitInput = 1;      // the input is wrong: main prints the exception
-inline constexpr int kExitWouldWait = 3;  // `m2g place`: the job would wait
+// Exit status, the same for every command (m2g(1), EXIT STATUS). main
+// maps what a command throws: NotFoundError 4, UnreachableError 5, any
+// other exception 1; CLI11's parse errors are 2.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInput = 1;        // the input is wrong (a file, a value): main prints the exception
+inline constexpr int kExitUsage = 2;        // the command line is wrong
+inline constexpr int kExitWouldWait = 3;    // `m2g place`: the job would wait
+inline constexpr int kExitNotFound = 4;     // what was named (a job, a recipe) does not exist
+inline constexpr int kExitUnreachable = 5;  // Slurm (slurmctld, slurmdbd, slurm.conf) cannot be reached
 
 // A group's part of the command line, once parsed: runs the subcommand
 // chosen and gives the exit status, or gives nothing when the choice is
@@ -40,10 +46,13 @@ Command add_discover(CLI::App& app);  // discover node|fabric|merge
 Command add_signals(CLI::App& app);   // signals validate|show
 Command add_status(CLI::App& app);    // explain, status, job: a running Slurm
 
-// Where `m2g signals`, explain, status and job read m2g.conf without
-// --conf: $M2G_CONF, else the m2g.conf of a Debian slurm-wlm install (next
-// to slurm.conf).
-inline constexpr const char* kDefaultConf = "/etc/slurm/m2g.conf";
+// Adds --conf FILE (m2g.conf; resolve_conf_path gives the default) to `sub`,
+// bound to `conf`: the one spelling of every command that reads m2g.conf.
+// `alias`: an older spelling still accepted ("" none).
+void add_conf_option(CLI::App* sub, std::string& conf, const char* alias = "");
+
+// --json, bound to `as_json`: one JSON object on standard output.
+void add_json_flag(CLI::App* sub, bool& as_json);
 
 // Write to stdout, or to FILE when -o FILE was given.
 void emit(const std::string& text, const std::string& output);

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "core/base/json.hpp"
 #include "core/base/source.hpp"
+#include "core/model/config.hpp"
 #include "discover/probe.hpp"
 #include "tools/formats/discover.hpp"
 
@@ -52,7 +54,27 @@ void run_merge(const Discover& d)
     const MergeResult r = merge_discovery(nodes, d.fabric_file.empty() ? nullptr : &fabric, mo);
     for (const std::string& w : r.warnings)
         std::cerr << "m2g: warning: " << w << "\n";
-    emit(r.conf, d.output);
+    if (!d.as_json) {
+        emit(r.conf, d.output);
+        return;
+    }
+    // --json: the m2g.conf text (also written to -o FILE when given) with
+    // its counts and the warnings, as one object on standard output.
+    if (!d.output.empty() && d.output != "-")
+        emit(r.conf, d.output);
+    const Model m = build_model(parse_m2g_conf(r.conf, "m2g.conf"));
+    JsonPtr o = json_new_object();
+    json_add_value(o.get(), "output", d.output.empty() || d.output == "-"
+                                          ? JsonPtr()
+                                          : JsonPtr(json_object_new_string(d.output.c_str())));
+    json_add_string(o.get(), "cluster", m.cluster_name);
+    json_add_int(o.get(), "nodes", static_cast<int64_t>(m.nodes.size()));
+    json_add_int(o.get(), "gpus", m.total_gpus());
+    json_add_int(o.get(), "nvlink_domains", static_cast<int64_t>(m.domains.size()));
+    json_add_int(o.get(), "switches", static_cast<int64_t>(m.switches.size()));
+    json_add_strings(o.get(), "warnings", r.warnings);
+    json_add_string(o.get(), "conf", r.conf);
+    std::cout << json_line(o.get());
 }
 
 std::optional<int> run(const Discover& d)
@@ -95,7 +117,7 @@ Command add_discover(CLI::App& app)
                         "the NVML library to load (default $M2G_NVML_LIBRARY, else libnvidia-ml.so.1)");
     d->fabric = disc->add_subcommand("fabric", "Parse ibnetdiscover output into leaf/spine switches with link rates");
     d->fabric->add_option("FILE", d->fabric_file, "ibnetdiscover output, or - for standard input")->required();
-    d->fabric->add_flag("--json", d->as_json, "one JSON object");
+    add_json_flag(d->fabric, d->as_json);
     d->merge = disc->add_subcommand("merge", "Write the cluster's m2g.conf from node facts and the fabric");
     d->merge->add_option("NODE_JSON", d->node_files, "files written by `m2g discover node --json`, one per node")
         ->required();
@@ -104,6 +126,9 @@ Command add_discover(CLI::App& app)
                          "s/REGEX/REPLACEMENT/ turning host names into Slurm NodeNames (\\1 and & allowed)");
     d->merge->add_option("--cluster-name", d->cluster_name, "ClusterName= to write (default m2g)");
     d->merge->add_option("-o,--output", d->output, "write to this file instead of standard output");
+    d->merge->add_flag("--json", d->as_json,
+                       "one JSON object: the m2g.conf text (conf), its counts and the warnings (m2g.conf also goes "
+                       "to -o FILE when given)");
     return [d] { return run(*d); };
 }
 

@@ -31,7 +31,7 @@ namespace {
 // (prefer:nvlink unless topology= says otherwise); the signals are the
 // feed's view now (--signals, with m2g.conf's TTL and fail-safe).
 struct PlaceArgs {
-    std::string topology, state, signals, request;
+    std::string conf, state, signals, request;
     bool json = false;
 };
 
@@ -87,8 +87,9 @@ std::string stock_answer(const Model& m, const std::vector<uint8_t>& allowed, co
 int run_place(const PlaceArgs& a)
 {
     std::vector<std::string> warnings;
-    Model m = load_model(a.topology, &warnings);
-    print_warnings(warnings, a.topology);
+    const std::string conf = resolve_conf_path(a.conf);
+    Model m = load_model(conf, &warnings);
+    print_warnings(warnings, conf);
     DescribedState st;
     if (!a.state.empty())
         st = read_state_json(a.state, m);
@@ -176,14 +177,14 @@ Command add_place(CLI::App& app)
 {
     auto a = std::make_shared<PlaceArgs>();
     auto* place = app.add_subcommand("place", "Where would a job go? Runs select/m2g's policy on a described cluster");
-    place->add_option("--topology", a->topology, "m2g.conf")->required();
+    add_conf_option(place, a->conf, "--topology");
     place->add_option("--state", a->state, "JSON: busy, drained, degraded nodes; NVLink-fault and over-limit domains");
     place->add_option("--signals", a->signals,
                       "a signals feed (m2g.signals/v1) as select/m2g would read it now: maintenance, down nodes, "
                       "power budgets and events, thermal");
     place->add_option("--request", a->request, "e.g. gpus=72,topology=strict:nvlink or nodes=36,segment=18")
         ->required();
-    place->add_flag("--json", a->json, "one JSON object");
+    add_json_flag(place, a->json);
     return [a, place]() -> std::optional<int> {
         if (!*place)
             return std::nullopt;

@@ -7,7 +7,10 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "core/base/error.hpp"
+#include "core/base/json.hpp"
 #include "core/base/keys.hpp"
+#include "core/job/intent.hpp"
 #include "core/job/recipes.hpp"
 
 namespace m2g {
@@ -16,22 +19,67 @@ namespace {
 
 struct Recipes {
     std::string catalog, name;
+    bool as_json = false;
     CLI::App *list = nullptr, *show = nullptr, *validate = nullptr;
 };
+
+// One recipe as --json prints it: the columns of list and the lines of show.
+JsonPtr recipe_json(const Recipe& r)
+{
+    const JobIntent& i = r.intent;
+    JsonPtr o = json_new_object();
+    json_add_string(o.get(), "name", r.name);
+    json_add_string(o.get(), "file", r.loc.file);
+    json_add_int(o.get(), "line", r.loc.line);
+    json_add_string(o.get(), "description", r.description);
+    json_add_int(o.get(), "gpus", i.gpus);
+    json_add_value(o.get(), "class", i.workload_class == WorkloadClass::Unset
+                                         ? JsonPtr()
+                                         : JsonPtr(json_object_new_string(to_string(i.workload_class))));
+    json_add_value(o.get(), "topology", i.locality == Locality::Unset
+                                            ? JsonPtr()
+                                            : JsonPtr(json_object_new_string(locality_string(i).c_str())));
+    json_add_string(o.get(), "model", i.model);
+    json_add_string(o.get(), "params", r.params);
+    json_add_string(o.get(), "precision", r.precision);
+    json_add_int(o.get(), "tp", r.tp ? r.tp : 1);
+    json_add_int(o.get(), "pp", r.pp ? r.pp : 1);
+    json_add_int(o.get(), "dp", r.dp ? r.dp : 1);
+    json_add_double(o.get(), "power_w_per_gpu", i.power_w_per_gpu);
+    json_add_int(o.get(), "runtime_s", i.runtime_s);
+    json_add_string(o.get(), "expands_to", describe(i));
+    return o;
+}
+
+std::string list_json(const RecipeCatalog& c)
+{
+    JsonPtr o = json_new_object();
+    json_add_string(o.get(), "catalog", c.path);
+    JsonPtr all = json_new_array();
+    for (const Recipe& r : c.recipes)
+        json_append(all.get(), recipe_json(r));
+    json_add_value(o.get(), "recipes", std::move(all));
+    return json_line(o.get());
+}
 
 std::optional<int> run(const Recipes& r)
 {
     if (*r.list) {
-        std::cout << format_recipe_table(read_recipes(r.catalog));
+        const RecipeCatalog c = read_recipes(r.catalog);
+        std::cout << (r.as_json ? list_json(c) : format_recipe_table(c));
     } else if (*r.show) {
         const RecipeCatalog c = read_recipes(r.catalog);
         const Recipe* recipe = c.find(r.name);
         if (!recipe) {
             JobIntent probe;
             probe.recipe = r.name;
-            expand_recipe(probe, c);  // throws the "no such recipe; known: ..." message
+            try {
+                expand_recipe(probe, c);  // throws the "no such recipe; known: ..." message
+            } catch (const ParseError& e) {
+                throw NotFoundError(e.what());
+            }
         }
-        std::cout << format_recipe(*recipe);
+        std::cout << (r.as_json ? json_line(recipe_json(*recipe).get()) : format_recipe(*recipe));
     } else if (*r.validate) {
         const RecipeCatalog c = read_recipes(r.catalog);
         std::cout << r.catalog << ": ok: " << c.recipes.size() << " recipes\n";
@@ -53,8 +101,10 @@ Command add_recipe(CLI::App& app)
     r->show = recipe->add_subcommand("show", "Everything a recipe sets, and the options it expands to");
     r->show->add_option("NAME", r->name, "recipe name")->required();
     r->validate = recipe->add_subcommand("validate", "Check a catalog; print file:line errors");
-    for (auto* sub : {r->list, r->show})
+    for (auto* sub : {r->list, r->show}) {
         sub->add_option("--catalog", r->catalog, "catalog file (default $M2G_RECIPES or /etc/slurm/m2g-recipes.conf)");
+        add_json_flag(sub, r->as_json);
+    }
     r->validate->add_option("FILE", r->catalog,
                             "catalog to check (default $M2G_RECIPES or /etc/slurm/m2g-recipes.conf)");
     return [r] { return run(*r); };

@@ -34,7 +34,7 @@ std::optional<int> run(const SignalsArgs& a)
 {
     if (!*a.validate && !*a.show)
         return std::nullopt;
-    const std::string conf = a.conf.empty() ? conf_path(kDefaultConf) : a.conf;
+    const std::string conf = resolve_conf_path(a.conf);
     const int64_t now = a.at.empty() ? static_cast<int64_t>(std::time(nullptr)) : parse_signal_time(a.at, "--at");
     std::vector<std::string> warnings;
     Model m = load_model(conf, &warnings);
@@ -110,9 +110,9 @@ Command add_signals(CLI::App& app)
         "--status", a->status_file, "status file written by job_submit/m2g (default: SignalsStatusFile= in m2g.conf)");
     a->show->add_option("--file", a->feed_file, "read this feed now instead (default: SignalsFile= in m2g.conf)")
         ->excludes(status_opt);
-    a->show->add_flag("--json", a->as_json, "one JSON object");
+    add_json_flag(a->show, a->as_json);
     for (auto* sub : {a->validate, a->show}) {
-        sub->add_option("--conf", a->conf, "m2g.conf (default $M2G_CONF or /etc/slurm/m2g.conf)");
+        add_conf_option(sub, a->conf);
         sub->add_option("--at", a->at, "judge the feed as if it were TIME (RFC 3339 or epoch seconds), not now");
     }
     return [a] { return run(*a); };

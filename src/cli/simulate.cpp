@@ -23,7 +23,7 @@ namespace cli {
 namespace {
 
 struct SimulateArgs {
-    std::string topology, trace, policy = "m2g", timeline, power_cdf, power_cluster = "kalos", job_log, cap_speed,
+    std::string conf, trace, policy = "m2g", timeline, power_cdf, power_cluster = "kalos", job_log, cap_speed,
         power_log, reservation = "nodes";
     std::vector<std::string> class_shares;  // CLASS=PCT
     SimOptions opts;
@@ -33,8 +33,9 @@ struct SimulateArgs {
 void run_simulate(const SimulateArgs& a)
 {
     std::vector<std::string> warnings;
-    const Model m = load_model(a.topology, &warnings);
-    print_warnings(warnings, a.topology);
+    const std::string conf = resolve_conf_path(a.conf);
+    const Model m = load_model(conf, &warnings);
+    print_warnings(warnings, conf);
     const Trace t = read_trace(a.trace);
     if (t.skipped)
         std::cerr << "m2g: " << a.trace << ": skipped " << plural(t.skipped, "job", "jobs")
@@ -129,7 +130,7 @@ Command add_simulate(CLI::App& app)
     auto sim = std::make_shared<SimulateArgs>();
     auto* simulate = app.add_subcommand(
         "simulate", "Replay a job trace (Philly CSV or SWF) with FCFS + EASY backfill under a placement policy");
-    simulate->add_option("--topology", sim->topology, "m2g.conf")->required();
+    add_conf_option(simulate, sim->conf, "--topology");
     simulate->add_option("--trace", sim->trace, "Philly CSV (../shared/data) or SWF (*.swf)")->required();
     simulate->add_option("--policy", sim->policy,
                          "m2g (the production engine), tree (fabric switches only), tree-nvl (NVLink domains as the "
@@ -149,7 +150,7 @@ Command add_simulate(CLI::App& app)
     simulate->add_option("--job-log", sim->job_log, "write one CSV line per job (start, end, nodes) to this file");
     simulate->add_option("--power-log", sim->power_log,
                          "write the site's GPU draw (kW) at every change, as CSV t,site_kw, to this file");
-    simulate->add_flag("--json", sim->json, "one JSON object");
+    add_json_flag(simulate, sim->json);
     return [sim, simulate]() -> std::optional<int> {
         if (!*simulate)
             return std::nullopt;

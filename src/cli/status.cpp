@@ -34,7 +34,7 @@ struct StatusArgs {
 
 [[noreturn]] void no_such_job(uint32_t job_id)
 {
-    throw Error("job " + std::to_string(job_id) + ": no such job in slurmctld or in accounting (slurmdbd)");
+    throw NotFoundError("job " + std::to_string(job_id) + ": no such job in slurmctld or in accounting (slurmdbd)");
 }
 
 // `m2g job`: slurmctld's view of the job, else accounting's.
@@ -89,7 +89,7 @@ std::optional<int> run(const StatusArgs& a)
 {
     if (!*a.explain && !*a.status && !*a.job)
         return std::nullopt;
-    const std::string conf = a.conf.empty() ? conf_path(kDefaultConf) : a.conf;
+    const std::string conf = resolve_conf_path(a.conf);
     const int64_t now = static_cast<int64_t>(std::time(nullptr));
     std::vector<std::string> warnings;
     Model m = load_model(conf, &warnings);
@@ -121,8 +121,8 @@ Command add_status(CLI::App& app)
     a->job = app.add_subcommand("job", "A job's GPU-hours, energy and cost (slurmctld, else accounting)");
     a->job->add_option("JOBID", a->job_id, "the job")->required()->check(CLI::Range(1u, 0xfffffff0u));
     for (auto* sub : {a->explain, a->status, a->job}) {
-        sub->add_flag("--json", a->as_json, "one JSON object");
-        sub->add_option("--conf", a->conf, "m2g.conf (default $M2G_CONF or /etc/slurm/m2g.conf)");
+        add_json_flag(sub, a->as_json);
+        add_conf_option(sub, a->conf);
     }
     return [a] { return run(*a); };
 }

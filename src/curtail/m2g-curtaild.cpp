@@ -80,18 +80,6 @@ void log(const std::string& line)
     std::fflush(stderr);
 }
 
-std::string default_conf()
-{
-    if (const char* c = std::getenv("M2G_CONF"); c && *c)
-        return c;
-    if (const char* sc = std::getenv("SLURM_CONF"); sc && *sc) {
-        std::string dir(sc);
-        const auto slash = dir.rfind('/');
-        return (slash == std::string::npos ? std::string(".") : dir.substr(0, slash)) + "/" + m2g::kw::kConfFile;
-    }
-    return "/etc/slurm/m2g.conf";
-}
-
 std::string read_text(const std::string& path)
 {
     std::ifstream in(path);
@@ -603,8 +591,7 @@ int main(int argc, char** argv)
     CLI::App app{"m2g-curtaild: keeps every power scope under its budget during demand-response events by capping, "
                  "suspending or requeueing running jobs as m2g.conf allows, and gives the power back when they end. "
                  "See m2g-curtaild(8)."};
-    app.add_option("--conf", conf, "m2g.conf (default: $M2G_CONF, else m2g.conf next to $SLURM_CONF, else "
-                                   "/etc/slurm/m2g.conf)");
+    app.add_option("--conf", conf, m2g::kConfOptionHelp)->type_name("FILE");
     app.add_option("--state", state, "where it keeps what it curtailed across restarts (default "
                                      "/var/lib/m2g/curtaild-state.json; \"\" none)");
     app.add_option("--audit-log", audit, "append every action as one JSON object per line to this file");
@@ -613,10 +600,14 @@ int main(int argc, char** argv)
                                              "an address, e.g. test clusters)");
     app.add_flag("--once", once, "one pass, then exit");
     app.set_version_flag("--version", std::string(kProg) + " " + PACKAGE_VERSION);
-    CLI11_PARSE(app, argc, argv);
     try {
-        if (conf.empty())
-            conf = default_conf();
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // Help and version exit 0; a usage error exits 2, as for m2g(1).
+        return app.exit(e) == 0 ? 0 : 2;
+    }
+    try {
+        conf = m2g::resolve_conf_path(conf);
         struct sigaction sa {};
         sa.sa_handler = on_signal;
         sigaction(SIGTERM, &sa, nullptr);

@@ -512,17 +512,6 @@ MHD_Result handle(void* cls, MHD_Connection* conn, const char* url, const char* 
     return respond(conn, MHD_HTTP_NOT_FOUND, kNotFound, "text/plain; charset=utf-8");
 }
 
-std::string default_conf()
-{
-    if (const char* sc = std::getenv("SLURM_CONF"); sc && *sc) {
-        std::string dir(sc);
-        const auto slash = dir.rfind('/');
-        dir = slash == std::string::npos ? "." : dir.substr(0, slash);
-        return m2g::conf_path((dir + "/" + kw::kConfFile).c_str());
-    }
-    return m2g::conf_path("/etc/slurm/m2g.conf");
-}
-
 void list_metrics()
 {
     for (const kw::Metric* m : kw::kMetrics)
@@ -540,15 +529,19 @@ int main(int argc, char** argv)
                  "signals, plugin decisions) as Prometheus metrics. See m2g-exporter(1) and doc/metrics.md."};
     app.add_option("--listen", listen, "address:port to serve on (default " + std::string(kDefaultListen) +
                                            ", loopback only; 0 as port picks a free one)");
-    app.add_option("--conf", conf, "m2g.conf (default: $M2G_CONF, else m2g.conf next to $SLURM_CONF, else "
-                                   "/etc/slurm/m2g.conf)");
+    app.add_option("--conf", conf, m2g::kConfOptionHelp)->type_name("FILE");
     app.add_option("--interval", interval, "refresh Slurm's state at most every this many seconds (default 15)")
         ->check(CLI::Range(1, 3600));
-    app.add_flag("--once", once, "refresh once, print the metrics on standard output and exit (1 when Slurm "
+    app.add_flag("--once", once, "refresh once, print the metrics on standard output and exit (5 when Slurm "
                                  "could not be read)");
     app.add_flag("--list-metrics", list, "print every metric (name, type, labels, help) and exit");
     app.set_version_flag("--version", std::string(kProg) + " " + PACKAGE_VERSION);
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // Help and version exit 0; a usage error exits 2, as for m2g(1).
+        return app.exit(e) == 0 ? 0 : 2;
+    }
 
     if (list) {
         list_metrics();
@@ -556,13 +549,12 @@ int main(int argc, char** argv)
     }
     try {
         const m2g::Listen where = m2g::parse_listen(listen, 9842);
-        if (conf.empty())
-            conf = default_conf();
+        conf = m2g::resolve_conf_path(conf);
         Refresher refresher(conf);
         refresher.load_first();
         if (once) {
             std::cout << refresher.refresh() << std::flush;
-            return refresher.up() ? 0 : 1;
+            return refresher.up() ? 0 : 5;  // Slurm cannot be reached, as for m2g(1)
         }
 
         m2g::StopSignals stop_signals;  // before any thread starts

@@ -86,7 +86,12 @@ int main(int argc, char** argv)
                        std::to_string(na::kDefaultReconcileSec) + ")")
         ->check(CLI::Range(1, 3600));
     app.set_version_flag("--version", std::string(na::kProg) + " " + PACKAGE_VERSION);
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // Help and version exit 0; a usage error exits 2, as for m2g(1).
+        return app.exit(e) == 0 ? 0 : 2;
+    }
 
     try {
         const na::Listen where = na::parse_listen(listen);

@@ -97,7 +97,7 @@ void init_slurm()
             slurm_init(nullptr);
     });
     if (!failure.empty())
-        throw Error(failure);
+        throw UnreachableError(failure);
 }
 
 std::string slurm_error_text()
@@ -110,7 +110,7 @@ std::string slurm_error_text()
 [[noreturn]] void throw_ctld(const char* what)
 {
     const char* conf = std::getenv("SLURM_CONF");
-    throw Error(std::string("cannot reach slurmctld (") + what + "): " + slurm_error_text() +
+    throw UnreachableError(std::string("cannot reach slurmctld (") + what + "): " + slurm_error_text() +
                 "; is it running, and is SLURM_CONF (" + (conf && *conf ? conf : "/etc/slurm/slurm.conf") +
                 ") the cluster's slurm.conf?");
 }
@@ -478,10 +478,10 @@ std::optional<JobView> load_job_from_accounting(const Model& m, uint32_t job_id)
     uint16_t flags = 0;
     db.conn = slurmdb_connection_get(&flags);
     if (!db.conn)
-        throw Error("job " + std::to_string(job_id) +
-                    " is no longer in slurmctld, and accounting (slurmdbd) cannot be reached: " +
-                    slurm_error_text() + "; `sacct -j " + std::to_string(job_id) +
-                    " -o JobID,Elapsed,AllocTRES,AdminComment` shows the record once slurmdbd is back");
+        throw UnreachableError("job " + std::to_string(job_id) +
+                               " is no longer in slurmctld, and accounting (slurmdbd) cannot be reached: " +
+                               slurm_error_text() + "; `sacct -j " + std::to_string(job_id) +
+                               " -o JobID,Elapsed,AllocTRES,AdminComment` shows the record once slurmdbd is back");
 
     // The condition's lists own nothing: their items live on this stack
     // frame, and the condition itself is not libslurm's to free.
@@ -504,7 +504,7 @@ std::optional<JobView> load_job_from_accounting(const Model& m, uint32_t job_id)
 
     ListPtr recs(slurmdb_jobs_get(db.conn, &cond));
     if (!recs)
-        throw Error("accounting (slurmdbd) refused the query for job " + std::to_string(job_id) + ": " +
+        throw UnreachableError("accounting (slurmdbd) refused the query for job " + std::to_string(job_id) + ": " +
                     slurm_error_text());
     const uint32_t gpu_id = db_gpu_tres_id(db.conn);
     std::optional<JobView> out;

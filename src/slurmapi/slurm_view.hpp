@@ -24,19 +24,19 @@ namespace m2g {
 // not report stay known=false.
 //
 // On failure (slurmctld unreachable, no SLURM_CONF, ...): when `error` is
-// null, throws Error ("cannot reach slurmctld: <reason>; is SLURM_CONF
+// null, throws UnreachableError ("cannot reach slurmctld: <reason>; is SLURM_CONF
 // (...) right?"); else sets *error to that sentence and returns an empty
 // view (taken_at 0).
 ClusterView load_cluster_view(const Model& m, std::string* error = nullptr);
 
 // One job as slurmctld knows it (also a finished one it has not yet
-// purged); nullopt when slurmctld no longer knows `job_id`. Throws Error
-// when slurmctld cannot be reached.
+// purged); nullopt when slurmctld no longer knows `job_id`. Throws
+// UnreachableError when slurmctld cannot be reached.
 std::optional<JobView> load_job(const Model& m, uint32_t job_id);
 
 // One job from accounting (slurmdbd), for jobs slurmctld has purged;
-// nullopt when accounting has no such job. Throws Error when slurmdbd cannot
-// be reached or refuses the query.
+// nullopt when accounting has no such job. Throws UnreachableError when
+// slurmdbd cannot be reached or refuses the query.
 std::optional<JobView> load_job_from_accounting(const Model& m, uint32_t job_id);
 
 }  // namespace m2g

@@ -12,6 +12,8 @@ T=$TB_TMP
 
 # run CMD...: stdout in $out, stderr in $err, status in $rc.
 run() { rc=0; "$@" >"$T/out" 2>"$T/err" || rc=$?; out=$(cat "$T/out"); err=$(cat "$T/err"); }
+# json EXPR: EXPR of the JSON document the last run printed (as d), by python3.
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$T/out" "$1"; }
 
 run "$M2G" topology validate "$FIX/nvl72-8rack.conf"
 is "$rc:$out" "0:$FIX/nvl72-8rack.conf: ok: 144 nodes, 576 GPUs, 8 NVLink domains, 3 switches, 4 fault domains" \
@@ -44,6 +46,27 @@ is "$rc:$err" "0:m2g: warning: $T/warn.conf: 1 node(s) are not reached by any sw
 run "$M2G" topology validate /nonexistent/m2g.conf
 is "$rc:$err" "1:m2g: /nonexistent/m2g.conf: cannot open: No such file or directory" "validate: missing file"
 
+# m2g.conf without FILE or --conf: $M2G_CONF, else beside $SLURM_CONF, else /etc/slurm.
+mkdir -p "$T/etc"
+cp "$FIX/nvl72-8rack.conf" "$T/etc/m2g.conf"
+run env -u M2G_CONF SLURM_CONF="$T/etc/slurm.conf" "$M2G" topology validate
+is "$rc:$out" "0:$T/etc/m2g.conf: ok: 144 nodes, 576 GPUs, 8 NVLink domains, 3 switches, 4 fault domains" \
+	"validate: without FILE, the m2g.conf beside \$SLURM_CONF"
+run env M2G_CONF="$T/warn.conf" SLURM_CONF="$T/etc/slurm.conf" "$M2G" topology validate
+is "$rc:$out" "0:$T/warn.conf: ok: 3 nodes, 12 GPUs, 0 NVLink domains, 1 switches, 0 fault domains" \
+	"validate: \$M2G_CONF comes before \$SLURM_CONF's directory"
+
+# --json on the read commands: one object, parsed here.
+run "$M2G" topology validate --json "$FIX/nvl72-8rack.conf"
+is "$rc:$(json 'd["ok"], d["nodes"], d["gpus"], d["nvlink_domains"], d["switches"], d["fault_domains"], d["warnings"]')" \
+	"0:(True, 144, 576, 8, 3, 4, [])" "validate --json: the counts as one object"
+run "$M2G" topology validate --json "$T/warn.conf"
+is "$rc:$(json 'd["warnings"]')" "0:['1 node(s) are not reached by any switch: n3']" "validate --json: the warnings too"
+run "$M2G" topology show --json "$FIX/nvl72-8rack.conf"
+is "$rc:$(json 'd["cluster"], d["gpus"], d["domains"][2], [s["name"] for s in d["switches"]], d["fault_domains"][0]["power_budget_kw"]')" \
+	"0:('nvl72x8', 576, {'name': 'nvl03', 'switch': 'leaf01', 'nodes': 'r03n[01-18]', 'node_count': 18, 'size': 18, 'gpus': 72, 'nvlink_gbps': 14400.0, 'power_budget_kw': 132.0}, ['leaf01', 'leaf02', 'spine01'], 560.0)" \
+	"show --json: domains, switches and fault domains"
+
 run "$M2G" topology export "$FIX/nvl72-8rack.conf"
 is "$out" "$(cat "$FIX/nvl72-8rack.tree")" "export: topology/tree golden"
 run "$M2G" topology export --format=block -o "$T/block.conf" "$FIX/nvl72-8rack.conf"
@@ -70,24 +93,31 @@ G6  core  847 nodes, 6776 GPUs" "show: Lingjun's core switch holds all 847 hosts
 run "$M2G" topology locate "$FIX/nvl72-8rack.conf" 'r02n[01-18],r04n[01-18]'
 is "$out" "36 nodes in 2 NVLink domains (nvl02 18/18, nvl04 18/18, all whole) under 1 leaf switch (leaf01)" \
 	"locate: which domains a node list uses"
+run "$M2G" topology locate --json "$FIX/nvl72-8rack.conf" 'r02n[01-18],r05n01'
+is "$rc:$(json 'd["nodes"], d["domains"][1], d["whole_domains"], d["leaf_switches"], d["top_switch"]')" \
+	"0:(19, {'name': 'nvl05', 'used': 1, 'size': 18, 'whole': False}, 1, ['leaf01', 'leaf02'], 'spine01')" \
+	"locate --json: domains used, leaves, the joining switch"
 
 # m2g place: the engine select/m2g runs, on a described cluster state.
 printf '{"busy": "r01n[01-10],r02n[03-12],r03n[05-14],r04n[09-18],r05n07"}\n' >"$T/state.json"
-run "$M2G" place --topology "$FIX/nvl72-8rack.conf" --state "$T/state.json" --request nodes=36
+run "$M2G" place --conf "$FIX/nvl72-8rack.conf" --state "$T/state.json" --request nodes=36
 is "$rc:$(sed -n 's/^reason: *//p' <<<"$out")" "0:2 NVLink domains (2 whole, lower bound 2) under leaf02" \
 	"place: a 36-node job takes two whole domains on a fragmented cluster"
-run "$M2G" place --topology "$FIX/nvl72-8rack.conf" --state "$T/state.json" --request gpus=72,topology=strict:nvlink --json
+run "$M2G" place --conf "$FIX/nvl72-8rack.conf" --state "$T/state.json" --request gpus=72,topology=strict:nvlink --json
 ok "[[ $rc == 0 && \$(cat $T/out) == '{\"ok\":true,\"meets_intent\":true,\"nodes\":\"r06n[01-18]\",\"node_count\":18,'* ]]" \
 	"place --json: one object, a 72-GPU job in one whole rack"
 printf '{"busy": "r0[1-8]n[01]"}\n' >"$T/full.json"
-run "$M2G" place --topology "$FIX/nvl72-8rack.conf" --state "$T/full.json" --request nodes=18,topology=strict
+run "$M2G" place --conf "$FIX/nvl72-8rack.conf" --state "$T/full.json" --request nodes=18,topology=strict
 is "$rc:$out" "3:waits: waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 17)" \
 	"place: a strict job that would wait exits 3 with the reason"
-run "$M2G" place --topology "$FIX/nvl72-8rack.conf" --request cores=4
+run "$M2G" place --topology "$FIX/nvl72-8rack.conf" --state "$T/state.json" --request nodes=36
+is "$rc:$(sed -n 's/^reason: *//p' <<<"$out")" "0:2 NVLink domains (2 whole, lower bound 2) under leaf02" \
+	"place: --topology, the old name of --conf, still works"
+run "$M2G" place --conf "$FIX/nvl72-8rack.conf" --request cores=4
 is "$rc:$err" "1:m2g: request: unknown key 'cores'; accepted: nodes, gpus, segment, topology, fallback, spare (e.g. gpus=72,topology=strict:nvlink)" \
 	"place: a bad request names what is accepted"
 printf '{"busy": "r09n01"}\n' >"$T/bad-state.json"
-run "$M2G" place --topology "$FIX/nvl72-8rack.conf" --state "$T/bad-state.json" --request nodes=1
+run "$M2G" place --conf "$FIX/nvl72-8rack.conf" --state "$T/bad-state.json" --request nodes=1
 is "$rc:$err" "1:m2g: $T/bad-state.json: \"busy\" names node r09n01, which m2g.conf does not declare" \
 	"place: a state naming an unknown node is an error"
 
@@ -104,7 +134,15 @@ is "$(tail -1 <<<"$out")" \
 	"  expands to    topology=strict:nvlink class=finetune defer=ok model=llama-3.1-70b gpus=16 power_w_per_gpu=950 runtime_s=43200" \
 	"recipe show: what the recipe expands to"
 run "$M2G" recipe show --catalog "$RECIPES" llama3-8b
-ok "[[ $rc == 1 && \$(cat $T/err) == *'no such recipe'*'known: llama3-70b-finetune'* ]]" "recipe show: an unknown name lists the known ones"
+ok "[[ $rc == 4 && \$(cat $T/err) == *'no such recipe'*'known: llama3-70b-finetune'* ]]" \
+	"recipe show: an unknown name is not found (exit 4) and lists the known ones"
+run "$M2G" recipe list --json --catalog "$RECIPES"
+is "$rc:$(json 'd["catalog"], len(d["recipes"]), d["recipes"][0]["name"], d["recipes"][0]["gpus"], d["recipes"][0]["topology"]')" \
+	"0:('$RECIPES', 5, 'llama3-70b-finetune', 16, 'strict:nvlink')" "recipe list --json: the catalog's recipes"
+run "$M2G" recipe show --json --catalog "$RECIPES" llama3-70b-finetune
+is "$rc:$(json 'd["name"], d["class"], d["gpus"], d["power_w_per_gpu"], d["expands_to"]')" \
+	"0:('llama3-70b-finetune', 'finetune', 16, 950.0, 'topology=strict:nvlink class=finetune defer=ok model=llama-3.1-70b gpus=16 power_w_per_gpu=950 runtime_s=43200')" \
+	"recipe show --json: what the recipe sets and expands to"
 printf 'RecipeName=x Gpus=16 TP=8 PP=1 DP=1\n' >"$T/bad-recipes.conf"
 run "$M2G" recipe validate "$T/bad-recipes.conf"
 is "$rc:$err" "1:m2g: $T/bad-recipes.conf:1: RecipeName=x has Gpus=16 but TP*PP*DP = 8*1*1 = 8" \
@@ -114,6 +152,9 @@ run "$M2G" --version
 is "$rc:$out" "0:m2g 0.1.0" "--version"
 run "$M2G" topology
 ok "[[ $rc == 2 ]]" "a missing subcommand is a usage error (exit 2)"
+run env M2G_CONF="$FIX/nvl72-8rack.conf" SLURM_CONF="$T/nonexistent/slurm.conf" "$M2G" status
+ok "[[ $rc == 5 && \$(cat $T/err) == *SLURM_CONF=$T/nonexistent/slurm.conf* ]]" \
+	"status without a readable slurm.conf: Slurm cannot be reached (exit 5), naming SLURM_CONF"
 run "$M2G" topology show --help
 ok "[[ $rc == 0 && \$(cat $T/out) == *'node and GPU counts'* ]]" "--help describes the subcommand"
 

@@ -78,6 +78,11 @@ is "$err" "m2g: warning: switches spine01, spine02 share the switches below them
 	"the fat tree's spines are joined, with a warning"
 run "$M2G" topology validate "$T/m2g.conf"
 is "$out" "$T/m2g.conf: ok: 16 nodes, 64 GPUs, 4 NVLink domains, 5 switches, 0 fault domains" "it validates"
+run "$M2G" discover merge "$T"/node*.json --fabric "$FIX/fat-tree-2level.ibnet" --cluster-name fattree --json
+printf '%s\n' "$out" >"$T/merge.json"
+is "$rc:$(json "$T/merge.json" 'd["cluster"], d["nodes"], d["gpus"], d["nvlink_domains"], d["switches"], len(d["warnings"])')" \
+	"0:('fattree', 16, 64, 4, 5, 1)" "discover merge --json: the counts and the warning as one object"
+is "$(json "$T/merge.json" 'd["conf"]')" "$(cat "$T/m2g.conf")" "discover merge --json: conf is the m2g.conf text"
 run "$M2G" topology export "$T/m2g.conf"
 ok "grep -qx 'SwitchName=nvl02 Nodes=node\[005-008\]' $T/out" "topology export: each clique is a lowest switch"
 ok "grep -qx 'SwitchName=spine01 Switches=leaf\[01-04\]' $T/out" "topology export: the spine above the leaves"

@@ -52,10 +52,10 @@ ok "grep -q '\"state\": *\"fresh\"' '$STATUS'" "job_submit/m2g has read the feed
 rc=0; "$M2G" explain >/dev/null 2>&1 || rc=$?
 is "$rc" 2 "m2g explain without a job id is a usage error (2)"
 rc=0; "$M2G" explain 4000000000 >"$T/out" 2>"$T/err" || rc=$?
-ok "[[ $rc == 1 ]] && grep -q '4000000000' '$T/err'" "an unknown job: exit 1, and the message names it"
+ok "[[ $rc == 4 ]] && grep -q '4000000000' '$T/err'" "an unknown job: not found (exit 4), and the message names it"
 show "$T/err"
 rc=0; SLURM_CONF=$T/nonexistent.conf "$M2G" status >"$T/out" 2>"$T/err" || rc=$?
-ok "[[ $rc == 1 ]] && grep -q 'SLURM_CONF' '$T/err'" "no slurm.conf: exit 1, naming SLURM_CONF"
+ok "[[ $rc == 5 ]] && grep -q 'SLURM_CONF' '$T/err'" "no slurm.conf: Slurm unreachable (exit 5), naming SLURM_CONF"
 show "$T/err"
 # A copy of the configuration pointing at a port where no slurmctld listens.
 cp -r "$TB_DIR/etc" "$T/etc-dead"
@@ -63,7 +63,7 @@ sed -i -E 's/^SlurmctldPort=.*/SlurmctldPort=9/; s/^MessageTimeout=.*//' "$T/etc
 grep -q '^SlurmctldPort=' "$T/etc-dead/slurm.conf" || echo 'SlurmctldPort=9' >>"$T/etc-dead/slurm.conf"
 echo 'MessageTimeout=2' >>"$T/etc-dead/slurm.conf"
 rc=0; SLURM_CONF=$T/etc-dead/slurm.conf timeout 120 "$M2G" status >"$T/out" 2>"$T/err" || rc=$?
-ok "[[ $rc == 1 ]] && grep -q 'cannot reach slurmctld' '$T/err'" "slurmctld down: exit 1, 'cannot reach slurmctld' and Slurm's reason"
+ok "[[ $rc == 5 ]] && grep -q 'cannot reach slurmctld' '$T/err'" "slurmctld down: exit 5, 'cannot reach slurmctld' and Slurm's reason"
 show "$T/err"
 
 # --- every rack partly used; an 18-node strict:nvlink job must wait -----------------------

@@ -105,20 +105,20 @@ done
 
 # Bad input says what is wrong and what is accepted.
 run() { rc=0; "$@" >"$T/o" 2>"$T/e" || rc=$?; }
-run "$M2G" simulate --topology "$SRC/test/fixtures/sim/tiny.conf" --trace "$SRC/test/fixtures/sim/placement.csv" \
+run "$M2G" simulate --conf "$SRC/test/fixtures/sim/tiny.conf" --trace "$SRC/test/fixtures/sim/placement.csv" \
 	--power-cdf "$DATA/acme2023_power_thermal_cdf.csv" --power-cluster nope
 is "$rc" 1 "an unknown power cluster fails"
 ok "grep -q \"no gpu_power rows for cluster 'nope'; clusters with them: kalos, seren\" $T/e" "and names the clusters there are"
 echo '{"schema":"m2g.signals/v1","generated_at":1767225600,"health":{"down":"zz9"}}' >"$T/bad.json"
-run "$M2G" simulate --topology "$SRC/test/fixtures/sim/tiny.conf" --trace "$SRC/test/fixtures/sim/placement.csv" \
+run "$M2G" simulate --conf "$SRC/test/fixtures/sim/tiny.conf" --trace "$SRC/test/fixtures/sim/placement.csv" \
 	--signals-timeline "$T/bad.json"
 is "$rc" 1 "a timeline naming an unknown node fails"
 ok "grep -q 'zz9' $T/e" "and names it: $(head -1 "$T/e")"
-run "$M2G" simulate --topology "$SRC/test/fixtures/sim/tiny.conf" --trace "$SRC/test/fixtures/sim/placement.csv" \
+run "$M2G" simulate --conf "$SRC/test/fixtures/sim/tiny.conf" --trace "$SRC/test/fixtures/sim/placement.csv" \
 	--class nosuch
 is "$rc" 1 "an unknown class fails"
 ok "grep -q 'training' $T/e" "and lists the classes: $(head -1 "$T/e")"
-run "$M2G" simulate --topology "$SRC/test/fixtures/sim/tiny.conf" --trace "$SRC/test/fixtures/sim/placement.csv" \
+run "$M2G" simulate --conf "$SRC/test/fixtures/sim/tiny.conf" --trace "$SRC/test/fixtures/sim/placement.csv" \
 	--job-log "$T/jobs.csv"
 is "$rc" 0 "--job-log runs"
 is "$(cat "$T/jobs.csv")" 'id,gpus,nodes,submit,eligible,start,end,domains,domain_lb,leaves,w_gpu,admission,nodelist

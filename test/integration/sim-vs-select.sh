@@ -42,7 +42,7 @@ ok "! grep -Eq '^[[:space:]]*(SignalsFile|HealthFile|PartitionName)=' '$CONF'" \
 
 # --- the simulator -------------------------------------------------------------
 status=0
-"$M2G" simulate --topology "$CONF" --trace "$TRACE" --policy m2g --job-log "$T/sim.csv" >"$T/sim.out" 2>&1 ||
+"$M2G" simulate --conf "$CONF" --trace "$TRACE" --policy m2g --job-log "$T/sim.csv" >"$T/sim.out" 2>&1 ||
 	status=$?
 ok "$status" "m2g simulate --policy m2g on the testbed's m2g.conf and the trace"
 ((status == 0)) || sed 's/^/#   /' "$T/sim.out"

@@ -26,4 +26,19 @@ class ValidationError : public Error {
     using Error::Error;
 };
 
+// What the user named (a job, a recipe) does not exist where it was looked
+// for. The m2g command exits 4 for it (m2g(1), EXIT STATUS).
+class NotFoundError : public Error {
+  public:
+    using Error::Error;
+};
+
+// A service m2g reads (slurmctld, slurmdbd) cannot be reached or refuses the
+// request, or the Slurm configuration that names it is missing. The m2g
+// command exits 5 for it.
+class UnreachableError : public Error {
+  public:
+    using Error::Error;
+};
+
 }  // namespace m2g

@@ -3,6 +3,8 @@
 
 #include "core/base/error.hpp"
 
+#include <utility>
+
 namespace m2g {
 
 JsonPtr json_parse_object(const std::string& text, const std::string& what)
@@ -56,6 +58,44 @@ std::map<std::string, std::string> json_string_map(json_object* o, const char* k
         m[k] = json_object_get_string(val);
     }
     return m;
+}
+
+JsonPtr json_new_object() { return JsonPtr(json_object_new_object()); }
+JsonPtr json_new_array() { return JsonPtr(json_object_new_array()); }
+
+void json_add_value(json_object* o, const char* key, JsonPtr v) { json_object_object_add(o, key, v.release()); }
+
+void json_add_string(json_object* o, const char* key, const std::string& v)
+{
+    json_add_value(o, key, JsonPtr(json_object_new_string_len(v.data(), static_cast<int>(v.size()))));
+}
+
+void json_add_int(json_object* o, const char* key, int64_t v) { json_add_value(o, key, JsonPtr(json_object_new_int64(v))); }
+
+void json_add_double(json_object* o, const char* key, double v)
+{
+    json_add_value(o, key, JsonPtr(json_object_new_double(v)));
+}
+
+void json_add_bool(json_object* o, const char* key, bool v)
+{
+    json_add_value(o, key, JsonPtr(json_object_new_boolean(v ? 1 : 0)));
+}
+
+void json_add_strings(json_object* o, const char* key, const std::vector<std::string>& v)
+{
+    JsonPtr a = json_new_array();
+    for (const std::string& s : v)
+        json_object_array_add(a.get(), json_object_new_string_len(s.data(), static_cast<int>(s.size())));
+    json_add_value(o, key, std::move(a));
+}
+
+void json_append(json_object* array, JsonPtr v) { json_object_array_add(array, v.release()); }
+
+std::string json_line(json_object* o)
+{
+    return std::string(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)) +
+           "\n";
 }
 
 }  // namespace m2g

@@ -33,6 +33,19 @@ std::string conf_path(const char* slurm_default)
     return slurm_default && *slurm_default ? slurm_default : kw::kConfFile;
 }
 
+std::string resolve_conf_path(const std::string& given)
+{
+    if (!given.empty())
+        return given;
+    std::string dir = kSlurmConfDir;
+    if (const char* sc = std::getenv("SLURM_CONF"); sc && *sc) {
+        const std::string slurm_conf(sc);
+        const auto slash = slurm_conf.rfind('/');
+        dir = slash == std::string::npos ? "." : slash == 0 ? "/" : slurm_conf.substr(0, slash);
+    }
+    return conf_path((dir == "/" ? dir : dir + "/").append(kw::kConfFile).c_str());
+}
+
 namespace {
 
 const LineKind kNodeLine{kw::kNodeName, {kw::kGpus, kw::kNics, kw::kNicGbps}};

@@ -121,5 +121,22 @@ Model load_model(const std::string& path, std::vector<std::string>* warnings = n
 // get_extra_conf_path gives it), else "m2g.conf".
 std::string conf_path(const char* slurm_default);
 
+// Where every m2g program outside Slurm (the m2g command, m2g-curtaild,
+// m2g-exporter) reads m2g.conf, the one convention of them all: `given`
+// (their --conf FILE) when not empty, else $M2G_CONF, else m2g.conf in the
+// directory of $SLURM_CONF, else in Slurm's default one, /etc/slurm. The
+// plugins find the same file (conf_path above, with Slurm's own
+// get_extra_conf_path).
+std::string resolve_conf_path(const std::string& given = "");
+
+// Slurm's configuration directory when SLURM_CONF is not set.
+inline constexpr const char* kSlurmConfDir = "/etc/slurm";
+
+// The --help line of every --conf option (resolve_conf_path), and its
+// default alone.
+inline constexpr const char* kConfDefaultHelp = "$M2G_CONF, else m2g.conf beside $SLURM_CONF, else /etc/slurm/m2g.conf";
+inline constexpr const char* kConfOptionHelp =
+    "m2g.conf (default: $M2G_CONF, else m2g.conf beside $SLURM_CONF, else /etc/slurm/m2g.conf)";
+
 
 }  // namespace m2g

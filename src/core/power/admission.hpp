@@ -116,7 +116,7 @@ struct Decision {
     // Reject for reserved intent: what it used ("tag priority=high"), for
     // the audit log; empty for every other verdict.
     std::vector<std::string> refused_reserved;
-    // The AdminComment admission part, without the "admit=" that
+    // The AdminComment admission part, without the "admission=" that
     // set_annotation() adds: "admit", "defer until=<RFC 3339 UTC>
     // cause=<cause> reason=<reason>", "pace until=... cause=... reason=...",
     // "reject reason=...", followed by " avoid=<n> nodes (<avoid_for>)"

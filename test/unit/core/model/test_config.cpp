@@ -2,7 +2,11 @@
 // what is accepted.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/power/admission.hpp"
 #include "core/model/config.hpp"
@@ -478,4 +482,41 @@ TEST(Config, TheShippedExampleHasAnAdmissionBlock)
     EXPECT_EQ(m.admission.signals_file, "/run/m2g/signals.json");
     EXPECT_EQ(m.admission.mode, AdmissionMode::Enforce);
     EXPECT_FALSE(m.admission.defer_exempt_accounts.empty());
+}
+
+// Where the m2g command, m2g-curtaild and m2g-exporter read m2g.conf
+// (m2g(1), m2g.conf): --conf, else $M2G_CONF, else beside $SLURM_CONF,
+// else /etc/slurm. The environment is restored after each case.
+class ConfPath : public ::testing::Test {
+  protected:
+    void SetUp() override
+    {
+        for (const char* v : {"M2G_CONF", "SLURM_CONF"}) {
+            const char* old = std::getenv(v);
+            saved_.emplace_back(v, old ? std::optional<std::string>(old) : std::nullopt);
+            unsetenv(v);
+        }
+    }
+    void TearDown() override
+    {
+        for (const auto& [name, value] : saved_)
+            value ? setenv(name, value->c_str(), 1) : unsetenv(name);
+    }
+    std::vector<std::pair<const char*, std::optional<std::string>>> saved_;
+};
+
+TEST_F(ConfPath, GivenThenM2gConfThenBesideSlurmConfThenEtcSlurm)
+{
+    EXPECT_EQ(resolve_conf_path(), "/etc/slurm/m2g.conf");
+    setenv("SLURM_CONF", "/opt/site/etc/slurm.conf", 1);
+    EXPECT_EQ(resolve_conf_path(), "/opt/site/etc/m2g.conf");
+    setenv("SLURM_CONF", "slurm.conf", 1);
+    EXPECT_EQ(resolve_conf_path(), "./m2g.conf");
+    setenv("SLURM_CONF", "/slurm.conf", 1);
+    EXPECT_EQ(resolve_conf_path(), "/m2g.conf");
+    setenv("M2G_CONF", "/tmp/trial.conf", 1);
+    EXPECT_EQ(resolve_conf_path(), "/tmp/trial.conf");
+    EXPECT_EQ(resolve_conf_path("given.conf"), "given.conf");
+    // The plugins' rule gives the same file from Slurm's own path.
+    EXPECT_EQ(conf_path("/etc/slurm/m2g.conf"), "/tmp/trial.conf");
 }
