@@ -481,6 +481,27 @@ bool AdmissionAnnotation::waits() const
     return !monitor && released_at == 0 && verdict && (*verdict == Verdict::Defer || *verdict == Verdict::Pace);
 }
 
+bool AdmissionAnnotation::holds_at(int64_t now) const
+{
+    return waits() && until > now;
+}
+
+AdmissionCause cause_of(std::string_view cause)
+{
+    if (cause.empty())
+        return {};
+    if (cause == kCauseSitePower)
+        return {CauseKind::SitePower, ""};
+    if (cause == kCauseFailsafe)
+        return {CauseKind::Failsafe, ""};
+    if (cause.substr(0, kCauseMaintenance.size()) == kCauseMaintenance)
+        return {CauseKind::Maintenance, std::string(cause.substr(kCauseMaintenance.size()))};
+    // Event ids are the feed's own names; m2g's own causes all hold ':'.
+    if (cause.find(':') == std::string_view::npos)
+        return {CauseKind::Event, std::string(cause)};
+    return {CauseKind::Other, ""};
+}
+
 bool AdmissionAnnotation::operator==(const AdmissionAnnotation& o) const
 {
     return std::tie(released_at, monitor, verdict, workload_class, unknown_class, w_gpu, no_defer, checkpoint_signal,

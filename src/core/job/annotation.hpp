@@ -83,6 +83,8 @@ struct PlacementAnnotation {
     std::vector<std::string> over;     // over=: RackPower: the racks over budget; RowPower: the rows
     int64_t prefer_since = 0;          // prefer_since= (epoch s): the prefer wait's start; 0 none runs
 
+    // m2g placed it (Placed) or let cons_tres place it with notes (Stock).
+    bool placed() const { return state == PlacementState::Placed || state == PlacementState::Stock; }
     bool operator==(const PlacementAnnotation& o) const;
 };
 
@@ -118,8 +120,32 @@ struct AdmissionAnnotation {
     // m2g holds the job back: a Defer or Pace in force, not monitor-only
     // and not released (until= is the caller's to judge).
     bool waits() const;
+    // waits() and until= still ahead of `now`: admission holds the pending
+    // job back at `now` (`m2g status`, `m2g explain`).
+    bool holds_at(int64_t now) const;
     bool operator==(const AdmissionAnnotation& o) const;
 };
+
+// What an admission cause= names. The words are written by admission
+// (core/power/admission.cpp) with these constants and read back only
+// through cause_of().
+inline constexpr std::string_view kCauseMaintenance = "maintenance:";  // + the window's id
+inline constexpr std::string_view kCauseSitePower = "power:site";
+inline constexpr std::string_view kCauseFailsafe = "failsafe";
+
+enum class CauseKind {
+    None,         // no cause=
+    Event,        // a demand-response event: id is its id
+    Maintenance,  // a maintenance window: id is its id
+    SitePower,    // the site budget (no event)
+    Failsafe,     // SignalsFailSafe=defer: signals stale or missing
+    Other,        // a word this m2g does not know (a newer m2g's, "power:<row>")
+};
+struct AdmissionCause {
+    CauseKind kind = CauseKind::None;
+    std::string id;  // Event, Maintenance: the event's or window's id
+};
+AdmissionCause cause_of(std::string_view cause);
 
 // signal=: "[B:]N" (1 <= N <= 64) to (N, batch shell only); nullopt otherwise.
 std::optional<std::pair<int, bool>> parse_checkpoint_signal(std::string_view text);

@@ -452,7 +452,7 @@ class Decider {
             if (steer && cur.free >= r_.nodes)
                 break;
         }
-        d_.cause = "maintenance:" + first->id;
+        d_.cause = std::string(kCauseMaintenance) + first->id;
         if (deadline_ > 0 && t > deadline_) {
             const int64_t minutes = (first->start - t0_) / 60;
             std::string fix = minutes > 0 ? "shorten --time to at most " + std::to_string(minutes) +
@@ -487,7 +487,7 @@ class Decider {
         int64_t begin = r_.now + p_.power_retry_sec;
         if (deadline_ > 0)
             begin = std::min(begin, deadline_);
-        d_.cause = "failsafe";
+        d_.cause = kCauseFailsafe;
         return done(Verdict::Defer, std::max(begin, t0_),
                     with_tail("defer: signals feed " + std::string(to_string(v_.state)) +
                               " (SignalsFailSafe=defer holds deferrable work), re-check at " +
@@ -595,7 +595,7 @@ class Decider {
             return std::nullopt;
         const double budget = effective_budget_kw(m_, s_, EventScope::Site, kNone, t0_);
         if (budget >= 0 && events_.empty() && d_.power_kw > budget) {
-            d_.cause = "power:site";
+            d_.cause = kCauseSitePower;
             d_.message = "m2g: this job needs an estimated " + fixed(d_.power_kw, 1) + " kW (" + std::to_string(r_.gpus) +
                          " GPUs x " + general(watts_) + " W), more than the site's power budget of " + fixed(budget, 1) +
                          " kW, so it can never start. Ask for fewer GPUs, or if the estimate is too high set a "
@@ -613,7 +613,7 @@ class Decider {
                 if (deadline_ > 0)
                     begin = std::min(begin, deadline_);
                 begin = std::max(begin, t0_);
-                d_.cause = "power:site";
+                d_.cause = kCauseSitePower;
                 return done(Verdict::Defer, begin,
                             with_tail("defer: " + what + ", re-check at " + format_utc(begin)));
             }

@@ -259,7 +259,8 @@ ReleaseAction AdmissionSession::reevaluate(const PendingJobFacts& job, int64_t n
             return none;  // unchanged
         // A re-check deferral (no known end) keeps its time while the cause
         // lasts: select/m2g blocks the job meanwhile if it comes due.
-        if (held.cause == d.cause && (held.cause == "power:site" || held.cause == "failsafe") && begin_now > now)
+        const CauseKind kind = cause_of(held.cause).kind;
+        if (held.cause == d.cause && (kind == CauseKind::SitePower || kind == CauseKind::Failsafe) && begin_now > now)
             return none;
     }
 

@@ -17,7 +17,7 @@ using namespace reports;  // the words every report writes alike
 
 // ---- the job's power per GPU (report_util.hpp) --------------------------------------
 
-std::pair<double, std::string> reports::job_power(const Model& m, const JobView& job, const ParsedAnnotation& a)
+std::pair<double, std::string> reports::job_power(const Model& m, const JobView& job, const AdmissionAnnotation& a)
 {
     if (job.intent.power_w_per_gpu > 0) {
         if (a.w_gpu > 0 || job.intent.recipe.empty())
@@ -26,7 +26,7 @@ std::pair<double, std::string> reports::job_power(const Model& m, const JobView&
     }
     JobIntent in = job.intent;
     if (in.workload_class == WorkloadClass::Unset)
-        in.workload_class = a.workload_class;
+        in.workload_class = a.workload_class.value_or(WorkloadClass::Unset);
     const double w = power_w_per_gpu(m.admission, in);
     const int ci = std::clamp(static_cast<int>(in.workload_class), 0, 7);
     const std::string cls = class_label(in.workload_class);
@@ -60,7 +60,7 @@ JobEnergy job_energy(const Model& m, const JobView& job, const EnergyPrice& pric
         e.runtime_s = static_cast<double>(std::max<int64_t>(0, end - job.start_time));
     }
     e.gpu_hours = std::max(0, job.gpus) * e.runtime_s / 3600.0;
-    const ParsedAnnotation a = parse_annotation(job.admin_comment);
+    const AdmissionAnnotation a = read_annotation(job.admin_comment).admission.value_or(AdmissionAnnotation{});
     const auto [w, src] = job_power(m, job, a);
     e.power_w_per_gpu = w;
     e.power_source = src;

@@ -68,7 +68,7 @@ struct Where {
     std::string nodes;     // hostlist, "" unknown
 };
 
-Where where_of(const Model& m, const JobView& job, const ParsedAnnotation& a)
+Where where_of(const Model& m, const JobView& job, const PlacementAnnotation& a)
 {
     Where w;
     std::vector<int> idx;
@@ -142,12 +142,14 @@ class Explainer {
   public:
     Explainer(const Model& m, const ClusterView& c, const SignalsView& v, const JobView& job, int64_t now)
         : m_(m), v_(v), job_(job), now_(now), st_(compute_status(m, c, v, now)),
-          a_(parse_annotation(job.admin_comment))
+          ann_(read_annotation(job.admin_comment)), found_(has_annotation(job.admin_comment)),
+          pl_(ann_.placement.value_or(PlacementAnnotation{})), ad_(ann_.admission.value_or(AdmissionAnnotation{})),
+          cause_(cause_of(ad_.cause))
     {
         e_.job = job.id;
-        const auto [w, src] = job_power(m, job, a_);
-        watts_ = a_.w_gpu > 0 ? a_.w_gpu : w;
-        watts_source_ = a_.w_gpu > 0 ? "m2g admission (w_gpu)" : src;
+        const auto [w, src] = job_power(m, job, ad_);
+        watts_ = ad_.w_gpu > 0 ? ad_.w_gpu : w;
+        watts_source_ = ad_.w_gpu > 0 ? "m2g admission (w_gpu)" : src;
         job_kw_ = std::max(0, job.gpus) * watts_ / 1000.0;
         id_ = "Job " + std::to_string(job.id);
     }
@@ -166,9 +168,10 @@ class Explainer {
             pending();
             break;
         }
-        if (a_.monitor && (a_.verdict == "defer" || a_.verdict == "pace"))
-            e_.evidence.push_back("Admission=monitor: m2g would " + a_.verdict + " it until " + format_utc(a_.until) +
-                                  (a_.cause.empty() ? "" : " (cause " + a_.cause + ")") + " but enforces nothing");
+        if (ad_.monitor && (ad_.verdict == Verdict::Defer || ad_.verdict == Verdict::Pace))
+            e_.evidence.push_back("Admission=monitor: m2g would " + std::string(to_string(*ad_.verdict)) + " it until " +
+                                  format_utc(ad_.until) +
+                                  (ad_.cause.empty() ? "" : " (cause " + ad_.cause + ")") + " but enforces nothing");
         return e_;
     }
 
@@ -176,7 +179,7 @@ class Explainer {
     void placed(const char* verdict, const std::string& verb)
     {
         e_.verdict = verdict;
-        const Where w = where_of(m_, job_, a_);
+        const Where w = where_of(m_, job_, pl_);
         const std::string where = where_text(w);
         if (where.empty())
             e_.summary = id_ + verb + "without an m2g placement record (Slurm placed it alone).";
@@ -191,37 +194,37 @@ class Explainer {
     {
         if (!w.nodes.empty())
             e_.evidence.push_back("nodes: " + w.nodes);
-        if (!a_.placement_reason.empty())
-            e_.evidence.push_back("m2g placed it: " + a_.placement_reason);
-        if (!a_.policy.empty())
-            e_.evidence.push_back("policy " + a_.policy + (a_.score.empty() ? "" : ", score " + a_.score));
-        if (!a_.signals.empty())
-            e_.evidence.push_back("signals at placement: " + a_.signals);
-        if (!a_.curtail.empty())
-            e_.evidence.push_back("m2g-curtaild, last action during a power event: " + a_.curtail);
+        if (!pl_.reason.empty())
+            e_.evidence.push_back("m2g placed it: " + pl_.reason);
+        if (!pl_.policy.empty())
+            e_.evidence.push_back("policy " + pl_.policy + (pl_.score ? ", score " + format_score(*pl_.score) : ""));
+        if (!pl_.signals.empty())
+            e_.evidence.push_back("signals at placement: " + pl_.signals);
+        if (ann_.curtail && ann_.curtail->step)
+            e_.evidence.push_back("m2g-curtaild, last action during a power event: " + format(*ann_.curtail));
     }
 
     void pending()
     {
-        if (admission_holds(a_, now_))
-            return a_.verdict == "pace" ? paced_by_admission() : deferred();
-        if (a_.placement == PlacementKind::Waiting)
+        if (ad_.holds_at(now_))
+            return ad_.verdict == Verdict::Pace ? paced_by_admission() : deferred();
+        if (pl_.state == PlacementState::Waiting)
             return waiting();
-        if (a_.placement == PlacementKind::Placed) {
+        if (pl_.placed()) {
             e_.verdict = "placed";
-            const Where w = where_of(m_, job_, a_);
+            const Where w = where_of(m_, job_, pl_);
             e_.summary = id_ + " is placed " + where_text(w) + ", and starts when Slurm launches it.";
             placement_evidence(w);
             return;
         }
-        const std::string key = pending_reason_key(job_, a_, now_);
+        const std::string key = pending_reason_key(job_, ann_, now_);
         if (key == "BeginTime" && job_.begin_time > now_) {
             e_.verdict = "waiting";
             e_.summary = id_ + " waits for its begin time " + format_utc(job_.begin_time) +
                          " (set by its owner or an operator, not by m2g).";
             return;
         }
-        if (job_.slurm_reason.empty() && !a_.found) {
+        if (job_.slurm_reason.empty() && !found_) {
             e_.verdict = "unknown";
             e_.summary = id_ + " is pending; neither Slurm nor m2g gives a reason yet.";
             return;
@@ -235,10 +238,10 @@ class Explainer {
     void deferred()
     {
         e_.verdict = "deferred";
-        const std::string until = format_utc(a_.until);
+        const std::string until = format_utc(ad_.until);
         const std::string cap = "--m2g-defer=until=<time> caps the wait";
-        if (starts_with(a_.cause, "maintenance:")) {
-            const std::string id = a_.cause.substr(std::string("maintenance:").size());
+        if (cause_.kind == CauseKind::Maintenance) {
+            const std::string& id = cause_.id;
             e_.summary = id_ + " is deferred until " + until + " by maintenance window " + id + ".";
             const MaintenanceWindow* w = nullptr;
             if (v_.snap)
@@ -262,7 +265,7 @@ class Explainer {
             }
             return;
         }
-        if (a_.cause == "failsafe") {
+        if (cause_.kind == CauseKind::Failsafe) {
             e_.summary = id_ + " is deferred until " + until + ": the signals feed is " + to_string(v_.state) +
                          " and SignalsFailSafe=defer holds deferrable work.";
             e_.evidence.push_back("signals: " + (v_.detail.empty() ? std::string(to_string(v_.state)) : v_.detail));
@@ -273,7 +276,7 @@ class Explainer {
             e_.suggestions.push_back(cap);
             return;
         }
-        if (a_.cause == "power:site") {
+        if (cause_.kind == CauseKind::SitePower) {
             const PowerStatus* p = find_power(st_, "site", "site");
             e_.summary = id_ + " is deferred until " + until + ": the site has " +
                          (p && p->effective_kw >= 0 && p->draw_kw >= 0 ? kw1(std::max(0.0, p->headroom_kw)) + " kW"
@@ -288,14 +291,14 @@ class Explainer {
             e_.suggestions.push_back(cap);
             return;
         }
-        if (!a_.cause.empty() && a_.cause.find(':') == std::string::npos) {
-            const CurtailmentEvent* ev = find_event(v_, a_.cause);
-            e_.summary = id_ + " is deferred until " + until + " by demand-response event " + a_.cause +
+        if (cause_.kind == CauseKind::Event) {
+            const CurtailmentEvent* ev = find_event(v_, ad_.cause);
+            e_.summary = id_ + " is deferred until " + until + " by demand-response event " + ad_.cause +
                          (ev ? " (" + event_cut(*ev) + " " + event_scope(*ev) + ")" : "") + ".";
             if (ev)
                 e_.evidence.push_back(event_facts(st_, *ev));
             else
-                e_.evidence.push_back("demand-response event " + a_.cause + " is not in the signals in force");
+                e_.evidence.push_back("demand-response event " + ad_.cause + " is not in the signals in force");
             admission_reason();
             e_.suggestions.push_back("it starts automatically when the event ends (at the latest " + until + ")");
             if (!m_.admission.defer_exempt_accounts.empty())
@@ -305,7 +308,7 @@ class Explainer {
             return;
         }
         e_.summary = id_ + " is deferred until " + until + " by m2g admission" +
-                     (a_.cause.empty() ? "" : " (cause " + a_.cause + ")") + ".";
+                     (ad_.cause.empty() ? "" : " (cause " + ad_.cause + ")") + ".";
         admission_reason();
         e_.suggestions.push_back("it becomes eligible at " + until);
     }
@@ -313,14 +316,14 @@ class Explainer {
     void paced_by_admission()
     {
         e_.verdict = "paced";
-        const CurtailmentEvent* ev = a_.cause.empty() ? nullptr : find_event(v_, a_.cause);
-        e_.summary = id_ + " is paced: its GPUs start at " + format_utc(a_.until) +
+        const CurtailmentEvent* ev = ad_.cause.empty() ? nullptr : find_event(v_, ad_.cause);
+        e_.summary = id_ + " is paced: its GPUs start at " + format_utc(ad_.until) +
                      (ev ? " during demand-response event " + ev->id : "") + ".";
         if (ev)
             e_.evidence.push_back(event_facts(st_, *ev));
         e_.evidence.push_back(pacing_limits());
         admission_reason();
-        e_.suggestions.push_back("it starts automatically at " + format_utc(a_.until));
+        e_.suggestions.push_back("it starts automatically at " + format_utc(ad_.until));
     }
 
     // ---- select/m2g waits -----------------------------------------------------
@@ -328,9 +331,9 @@ class Explainer {
     void waiting()
     {
         e_.verdict = "waiting";
-        const std::string& r = a_.placement_reason;
-        const WaitCause wait = a_.wait;
-        const std::string policy = a_.policy.empty() ? "" : "; policy " + a_.policy;
+        const std::string& r = pl_.reason;
+        const WaitCause wait = pl_.wait;
+        const std::string policy = pl_.policy.empty() ? "" : "; policy " + pl_.policy;
         if (wait == WaitCause::Pacing) {
             e_.verdict = "paced";
             e_.summary = id_ + " is paced: " + after_colon(r) + ".";
@@ -355,7 +358,7 @@ class Explainer {
         }
         if (wait == WaitCause::RackPower || wait == WaitCause::RowPower) {
             const std::string scope = wait == WaitCause::RackPower ? "rack" : "row";
-            for (const std::string& name : a_.over)
+            for (const std::string& name : pl_.over)
                 e_.evidence.push_back(power_facts(st_, scope, name));
             events_evidence();
             const int per_node = job_.nodes > 0 ? std::max(0, job_.gpus) / job_.nodes : 0;
@@ -381,8 +384,8 @@ class Explainer {
             return;
         }
         e_.evidence.push_back(free_per_domain(m_, st_));
-        if (!a_.signals.empty())
-            e_.evidence.push_back("signals at placement: " + a_.signals);
+        if (!pl_.signals.empty())
+            e_.evidence.push_back("signals at placement: " + pl_.signals);
         if (topology_wait(wait))
             topology_suggestions(wait);
     }
@@ -407,7 +410,7 @@ class Explainer {
 
     void topology_suggestions(WaitCause wait)
     {
-        const int nodes = job_.nodes > 0 ? job_.nodes : a_.need;
+        const int nodes = job_.nodes > 0 ? job_.nodes : pl_.need;
         const PlacementPolicy& pol = m_.policy_for(job_.partition);
         if (wait == WaitCause::NvlinkDomain && nodes > 0) {
             // Best fit among the domains that hold the job now.
@@ -423,14 +426,14 @@ class Explainer {
                 return;
             }
         }
-        if (starts_with(a_.policy, "strict")) {
+        if (starts_with(pl_.policy, "strict")) {
             e_.suggestions.push_back("ask for --m2g-topology=prefer (takes the best placement after PreferWaitSec=" +
                                      std::to_string(pol.prefer_wait_sec) + " s)");
-        } else if (starts_with(a_.policy, "prefer")) {
+        } else if (starts_with(pl_.policy, "prefer")) {
             // The prefer wait runs from the first time it could have started
             // short of its intent (prefer_since=); before that it has not
             // begun.
-            const int64_t since = a_.prefer_since;
+            const int64_t since = pl_.prefer_since;
             if (since > 0 && since + pol.prefer_wait_sec > now_)
                 e_.suggestions.push_back("prefer takes the best placement free from " +
                                          format_utc(since + pol.prefer_wait_sec) + " (PreferWaitSec=" +
@@ -462,8 +465,8 @@ class Explainer {
     // ---- shared facts -----------------------------------------------------------
     void admission_reason()
     {
-        if (!a_.admission_reason.empty())
-            e_.evidence.push_back("m2g admission: " + a_.admission_reason);
+        if (!ad_.reason.empty())
+            e_.evidence.push_back("m2g admission: " + ad_.reason);
     }
 
     void events_evidence()
@@ -500,7 +503,11 @@ class Explainer {
     const JobView& job_;
     const int64_t now_;
     const Status st_;
-    const ParsedAnnotation a_;
+    const Annotation ann_;          // read_annotation(): the one reader of the text
+    const bool found_;              // the comment holds an m2g segment
+    const PlacementAnnotation pl_;  // select/m2g's part; state None when it has none
+    const AdmissionAnnotation ad_;  // job_submit/m2g's part; no verdict when it has none
+    const AdmissionCause cause_;    // ad_.cause, classified
     double watts_ = 0;
     std::string watts_source_;
     double job_kw_ = 0;

@@ -3,8 +3,6 @@
 // per GPU, and how an event reads. Internal to src/tools/reports/ (in
 // namespace m2g::reports, so that generic names such as num() stay out of
 // m2g::); the reports themselves live in
-//   parsed_annotation.cpp  the m2g:[...] AdminComment segment, as the
-//                          reports print it
 //   status.cpp             the cluster now (`m2g status`, m2g-exporter)
 //   explain.cpp            why a job is where it is (`m2g explain`)
 //   energy.cpp             a job's GPU-hours, energy and cost (`m2g job`)
@@ -25,7 +23,7 @@
 #include "core/model/export.hpp"  // node_hostlist
 #include "core/model/model.hpp"
 #include "core/power/signals.hpp"
-#include "tools/reports/parsed_annotation.hpp"
+#include "core/job/annotation.hpp"
 #include "tools/reports/status.hpp"
 
 namespace m2g {
@@ -75,7 +73,7 @@ void add(json_object* o, const char* k, json_object* v);
 // The job's power per GPU and where that figure comes from (job_energy,
 // explanations): admission's w_gpu (the adapter puts it into the intent),
 // else the policy's. Defined in energy.cpp.
-std::pair<double, std::string> job_power(const Model& m, const JobView& job, const ParsedAnnotation& a);
+std::pair<double, std::string> job_power(const Model& m, const JobView& job, const AdmissionAnnotation& a);
 
 }  // namespace reports
 }  // namespace m2g

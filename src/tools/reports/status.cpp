@@ -65,23 +65,30 @@ const char* to_string(JobState s)
     return "pending";
 }
 
-std::string pending_reason_key(const JobView& job, const ParsedAnnotation& a, int64_t now)
+std::string pending_reason_key(const JobView& job, const Annotation& a, int64_t now)
 {
     if (job.state != JobState::Pending)
         return "";
-    if (admission_holds(a, now)) {
-        if (a.verdict == "pace")
+    if (a.admission && a.admission->holds_at(now)) {
+        if (a.admission->verdict == Verdict::Pace)
             return "paced";
-        if (starts_with(a.cause, "maintenance:"))
+        switch (cause_of(a.admission->cause).kind) {
+        case CauseKind::Maintenance:
             return "deferred:maintenance";
-        if (a.cause == "power:site")
+        case CauseKind::SitePower:
             return "deferred:site-power";
-        if (a.cause == "failsafe")
+        case CauseKind::Failsafe:
             return "deferred:failsafe";
-        return a.cause.empty() || a.cause.find(':') != std::string::npos ? "deferred:other" : "deferred:event";
+        case CauseKind::Event:
+            return "deferred:event";
+        case CauseKind::None:
+        case CauseKind::Other:
+            break;
+        }
+        return "deferred:other";
     }
-    if (a.placement == PlacementKind::Waiting)
-        return "waiting:" + std::string(to_string(a.wait));
+    if (a.placement && a.placement->state == PlacementState::Waiting)
+        return "waiting:" + std::string(to_string(a.placement->wait));
     // Slurm's reason word: "ReqNodeNotAvail, UnavailableNodes:..." → "ReqNodeNotAvail".
     std::string r = job.slurm_reason.substr(0, job.slurm_reason.find_first_of(" ,:(;="));
     return r.empty() ? "None" : r;
@@ -181,10 +188,10 @@ Status compute_status(const Model& m, const ClusterView& c, const SignalsView& v
     for (const JobView& j : c.jobs) {
         if (j.state == JobState::Done)
             continue;
-        const ParsedAnnotation a = parse_annotation(j.admin_comment);
+        const Annotation a = read_annotation(j.admin_comment);
         WorkloadClass cls = j.intent.workload_class;
-        if (cls == WorkloadClass::Unset)
-            cls = a.workload_class;
+        if (cls == WorkloadClass::Unset && a.admission)
+            cls = a.admission->workload_class.value_or(WorkloadClass::Unset);
         const int ci = std::clamp(static_cast<int>(cls), 0, 7);
         ClassQueue& cq = q[ci];
         cq.cls = static_cast<WorkloadClass>(ci);
@@ -193,7 +200,7 @@ Status compute_status(const Model& m, const ClusterView& c, const SignalsView& v
         if (j.state == JobState::Pending) {
             ++cq.pending;
             cq.gpus_pending += gpus;
-            if (admission_holds(a, now)) {
+            if (a.admission && a.admission->holds_at(now)) {
                 ++cq.deferred;
                 ++st.deferred_jobs;
             }

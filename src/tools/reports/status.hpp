@@ -17,7 +17,7 @@
 #include "core/model/model.hpp"
 #include "core/place/engine.hpp"
 #include "core/power/signals.hpp"
-#include "tools/reports/parsed_annotation.hpp"
+#include "core/job/annotation.hpp"
 
 namespace m2g {
 
@@ -133,7 +133,7 @@ struct Status {
 Status compute_status(const Model& m, const ClusterView& c, const SignalsView& v, int64_t now);
 
 // The Status::pending_by_reason key of a pending job (see there).
-std::string pending_reason_key(const JobView& job, const ParsedAnnotation& a, int64_t now);
+std::string pending_reason_key(const JobView& job, const Annotation& a, int64_t now);
 
 // A readable table (domains, power, events, queues), or one JSON object.
 std::string format_status(const Model& m, const Status& s, bool json);

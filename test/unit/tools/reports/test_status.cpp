@@ -17,7 +17,6 @@
 #include "core/model/config.hpp"
 #include "tools/reports/energy.hpp"
 #include "tools/reports/explain.hpp"
-#include "tools/reports/parsed_annotation.hpp"
 #include "tools/reports/status.hpp"
 
 using namespace m2g;
@@ -162,126 +161,160 @@ const std::string kReleased =
 
 }  // namespace
 
-// ---- parse_annotation ---------------------------------------------------------------
+// ---- what the reports read: read_annotation()'s typed parts --------------------------
 
-TEST(ParseAnnotation, Placed)
+namespace {
+const PlacementAnnotation& placement_of(const Annotation& a)
 {
-    const ParsedAnnotation a = parse_annotation("owner note " + kPlaced + " trailing");
-    EXPECT_TRUE(a.found);
-    EXPECT_EQ(a.placement, PlacementKind::Placed);
-    EXPECT_EQ(a.domains, std::vector<std::string>{"nvl02"});
-    EXPECT_EQ(a.leaves, std::vector<std::string>{"leaf01"});
-    EXPECT_EQ(a.policy, "prefer:nvlink");
-    EXPECT_EQ(a.score, "17");
-    EXPECT_EQ(a.placement_reason, "nvl02, best fit (17 of 18 nodes left free there)");
-    EXPECT_EQ(a.signals, "rack nvl01 over budget: 0.0 kW free, job needs 1.7 kW/node");
-    EXPECT_EQ(a.verdict, "admit");
-    EXPECT_EQ(a.cls, "training");
-    EXPECT_EQ(a.workload_class, WorkloadClass::Training);
-    EXPECT_EQ(a.w_gpu, 413);
-    EXPECT_EQ(a.until, 0);
-    EXPECT_EQ(a.cause, "");
-    EXPECT_EQ(a.admission_reason, "");
-    EXPECT_FALSE(a.monitor);
-    EXPECT_EQ(a.released_at, 0);
+    static const PlacementAnnotation none;
+    return a.placement ? *a.placement : none;
 }
-
-TEST(ParseAnnotation, StrictWaiting)
+const AdmissionAnnotation& admission_of(const Annotation& a)
 {
-    const ParsedAnnotation a = parse_annotation(kStrict);
-    EXPECT_EQ(a.placement, PlacementKind::Waiting);
-    EXPECT_EQ(a.policy, "strict:nvlink");
-    EXPECT_TRUE(a.domains.empty());
-    EXPECT_EQ(a.placement_reason, "waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 17)");
-    EXPECT_EQ(a.signals, "");
-    EXPECT_EQ(a.verdict, "admit");
-    EXPECT_EQ(a.cls, "none");
-    EXPECT_EQ(a.workload_class, WorkloadClass::Unset);
-    EXPECT_EQ(a.w_gpu, 404);
+    static const AdmissionAnnotation none;
+    return a.admission ? *a.admission : none;
 }
+}  // namespace
 
-TEST(ParseAnnotation, PacingAndSitePowerWaiting)
+TEST(ReportsReadAnnotation, Placed)
 {
-    const ParsedAnnotation p = parse_annotation(kPacing);
-    EXPECT_EQ(p.placement, PlacementKind::Waiting);
+    const std::string text = "owner note " + kPlaced + " trailing";
+    EXPECT_TRUE(has_annotation(text));
+    const Annotation r = read_annotation(text);
+    const PlacementAnnotation& p = placement_of(r);
+    EXPECT_EQ(p.state, PlacementState::Placed);
+    EXPECT_TRUE(p.placed());
+    EXPECT_EQ(p.domains, std::vector<std::string>{"nvl02"});
+    EXPECT_EQ(p.leaves, std::vector<std::string>{"leaf01"});
     EXPECT_EQ(p.policy, "prefer:nvlink");
-    EXPECT_EQ(p.placement_reason, "pacing: 4 GPUs already started this interval");
-    EXPECT_EQ(p.workload_class, WorkloadClass::Inference);
-    EXPECT_EQ(p.w_gpu, 101);
-    const ParsedAnnotation s = parse_annotation(kSitePower);
-    EXPECT_EQ(s.placement_reason, "site power: 1.0 kW free of 1200.0 kW (event dr-1 -25%)");
+    ASSERT_TRUE(p.score);
+    EXPECT_EQ(format_score(*p.score), "17");
+    EXPECT_EQ(p.reason, "nvl02, best fit (17 of 18 nodes left free there)");
+    EXPECT_EQ(p.signals, "rack nvl01 over budget: 0.0 kW free, job needs 1.7 kW/node");
+    const AdmissionAnnotation& d = admission_of(r);
+    EXPECT_EQ(d.verdict, Verdict::Admit);
+    EXPECT_EQ(d.workload_class, WorkloadClass::Training);
+    EXPECT_EQ(d.w_gpu, 413);
+    EXPECT_EQ(d.until, 0);
+    EXPECT_EQ(cause_of(d.cause).kind, CauseKind::None);
+    EXPECT_EQ(d.reason, "");
+    EXPECT_FALSE(d.monitor);
+    EXPECT_EQ(d.released_at, 0);
+    EXPECT_FALSE(d.holds_at(kNow));
 }
 
-TEST(ParseAnnotation, Deferred)
+TEST(ReportsReadAnnotation, StrictWaiting)
 {
-    const ParsedAnnotation a = parse_annotation(kDeferred);
-    EXPECT_TRUE(a.found);
-    EXPECT_EQ(a.placement, PlacementKind::None);
-    EXPECT_EQ(a.verdict, "defer");
+    const Annotation r = read_annotation(kStrict);
+    const PlacementAnnotation& p = placement_of(r);
+    EXPECT_EQ(p.state, PlacementState::Waiting);
+    EXPECT_FALSE(p.placed());
+    EXPECT_EQ(p.policy, "strict:nvlink");
+    EXPECT_TRUE(p.domains.empty());
+    EXPECT_EQ(p.reason, "waiting for an NVLink domain with 18 free healthy nodes (best now: nvl01 with 17)");
+    EXPECT_EQ(p.wait, WaitCause::NvlinkDomain) << "derived from the reason an older m2g wrote";
+    EXPECT_EQ(p.signals, "");
+    EXPECT_EQ(admission_of(r).verdict, Verdict::Admit);
+    EXPECT_EQ(admission_of(r).workload_class, WorkloadClass::Unset) << "class=none";
+    EXPECT_EQ(admission_of(r).w_gpu, 404);
+}
+
+TEST(ReportsReadAnnotation, PacingAndSitePowerWaiting)
+{
+    const Annotation p = read_annotation(kPacing);
+    EXPECT_EQ(placement_of(p).state, PlacementState::Waiting);
+    EXPECT_EQ(placement_of(p).wait, WaitCause::Pacing);
+    EXPECT_EQ(placement_of(p).reason, "pacing: 4 GPUs already started this interval");
+    EXPECT_EQ(admission_of(p).workload_class, WorkloadClass::Inference);
+    EXPECT_EQ(admission_of(p).w_gpu, 101);
+    const Annotation s = read_annotation(kSitePower);
+    EXPECT_EQ(placement_of(s).wait, WaitCause::SitePower);
+    EXPECT_EQ(placement_of(s).reason, "site power: 1.0 kW free of 1200.0 kW (event dr-1 -25%)");
+}
+
+TEST(ReportsReadAnnotation, DeferredAndEveryCause)
+{
+    const Annotation r = read_annotation(kDeferred);
+    EXPECT_TRUE(has_annotation(kDeferred));
+    EXPECT_FALSE(r.placement);
+    const AdmissionAnnotation& a = admission_of(r);
+    EXPECT_EQ(a.verdict, Verdict::Defer);
     EXPECT_EQ(a.workload_class, WorkloadClass::Training);
     EXPECT_EQ(a.w_gpu, 413);
     EXPECT_EQ(a.until, kNow + 2 * kHour + 42 * kMin + 52);
-    EXPECT_EQ(a.cause, "dr-test");
+    EXPECT_TRUE(a.holds_at(kNow));
+    EXPECT_FALSE(a.holds_at(a.until)) << "eligible from until=";
+    const AdmissionCause c = cause_of(a.cause);
+    EXPECT_EQ(c.kind, CauseKind::Event);
+    EXPECT_EQ(c.id, "dr-test");
     // class= inside the reason is part of the reason, not a field.
-    EXPECT_EQ(a.admission_reason,
+    EXPECT_EQ(a.reason,
               "defer: DR event dr-test (site -50%) until 2026-11-29T22:42:52Z, class=training consent=default, 1.7 kW");
-    // Every cause form, avoid= and user_begin= after the reason, monitor mode.
-    const ParsedAnnotation b = parse_annotation(
+    // avoid= and user_begin= after the reason, monitor mode.
+    const AdmissionAnnotation b = admission_of(read_annotation(
         "m2g:[admission=monitor would defer class=batch w_gpu=372 until=2026-11-29T21:00:00Z cause=maintenance:mw-1 "
         "reason=defer: maintenance mw-1 until 2026-11-29T21:00:00Z avoid=18 nodes (maintenance mw-1) "
-        "user_begin=1795982000]");
+        "user_begin=1795982000]"));
     EXPECT_TRUE(b.monitor);
-    EXPECT_EQ(b.verdict, "defer");
-    EXPECT_EQ(b.cause, "maintenance:mw-1");
-    EXPECT_EQ(b.admission_reason, "defer: maintenance mw-1 until 2026-11-29T21:00:00Z");
-    EXPECT_EQ(b.avoid, "18 nodes (maintenance mw-1)");
+    EXPECT_FALSE(b.holds_at(kNow)) << "monitor holds nothing";
+    EXPECT_EQ(b.verdict, Verdict::Defer);
+    EXPECT_EQ(cause_of(b.cause).kind, CauseKind::Maintenance);
+    EXPECT_EQ(cause_of(b.cause).id, "mw-1");
+    EXPECT_EQ(b.reason, "defer: maintenance mw-1 until 2026-11-29T21:00:00Z");
+    EXPECT_EQ(b.avoid_nodes, 18);
+    EXPECT_EQ(b.avoid_for, "maintenance mw-1");
     EXPECT_EQ(b.user_begin, 1795982000);
-    EXPECT_EQ(parse_annotation("m2g:[admission=defer class=none w_gpu=404 until=2026-11-29T20:05:00Z cause=power:site "
-                               "reason=defer: site power]")
-                  .cause,
-              "power:site");
-    EXPECT_EQ(parse_annotation("m2g:[admission=pace class=inference w_gpu=101 until=2026-11-29T20:01:00Z cause=failsafe "
-                               "reason=x]")
+    EXPECT_EQ(cause_of("power:site").kind, CauseKind::SitePower);
+    EXPECT_EQ(cause_of("failsafe").kind, CauseKind::Failsafe);
+    EXPECT_EQ(cause_of("power:row-a").kind, CauseKind::Other) << "a word this m2g does not write";
+    EXPECT_EQ(cause_of("").kind, CauseKind::None);
+    EXPECT_EQ(admission_of(read_annotation("m2g:[admission=pace class=inference w_gpu=101 "
+                                           "until=2026-11-29T20:01:00Z cause=failsafe reason=x]"))
                   .verdict,
-              "pace");
+              Verdict::Pace);
 }
 
-TEST(ParseAnnotation, Released)
+TEST(ReportsReadAnnotation, Released)
 {
-    const ParsedAnnotation a = parse_annotation(kReleased);
+    const AdmissionAnnotation a = admission_of(read_annotation(kReleased));
     EXPECT_EQ(a.released_at, kNow + kHour + 45 * kMin);
-    EXPECT_EQ(a.verdict, "admit");
+    EXPECT_EQ(a.verdict, Verdict::Admit);
     EXPECT_EQ(a.workload_class, WorkloadClass::Training);
     EXPECT_EQ(a.w_gpu, 413);
     EXPECT_EQ(a.user_begin, 1795986000);
-    EXPECT_FALSE(admission_holds(a, kNow));
+    EXPECT_FALSE(a.holds_at(kNow));
 }
 
-TEST(ParseAnnotation, GarbageNeverThrowsAndLeavesFieldsEmpty)
+TEST(ReportsReadAnnotation, GarbageNeverThrowsAndLeavesFieldsEmpty)
 {
     for (const char* text :
          {"", "no segment here", "m2g:[", "m2g:[]", "m2g:[;;;]", "m2g:[admission=]", "m2g:[waiting]",
           "m2g:[= == === reason=]", "m2g:[policy=", "m2g:[admission=released at : admit",
           "m2g:[admission=released at nonsense: defer until=soon w_gpu=abc class=gaming cause= reason=]",
           "m2g:[admission=defer w_gpu=-5 until=2026-13-45T99:00:00Z user_begin=x]", "\xff\xfe m2g:[\x01\x02=\x03]"}) {
-        const ParsedAnnotation a = parse_annotation(text);
-        EXPECT_EQ(a.workload_class, WorkloadClass::Unset) << text;
+        Annotation r;
+        ASSERT_NO_THROW(r = read_annotation(text)) << text;
+        const AdmissionAnnotation& a = admission_of(r);
+        EXPECT_EQ(a.workload_class.value_or(WorkloadClass::Unset), WorkloadClass::Unset) << text;
         EXPECT_EQ(a.w_gpu, 0) << text;
         EXPECT_EQ(a.until, 0) << text;
         EXPECT_EQ(a.user_begin, 0) << text;
-        EXPECT_TRUE(a.domains.empty()) << text;
+        EXPECT_FALSE(a.holds_at(kNow)) << text;
+        EXPECT_TRUE(placement_of(r).domains.empty()) << text;
     }
-    EXPECT_FALSE(parse_annotation("no segment here").found);
-    EXPECT_EQ(parse_annotation("m2g:[waiting]").placement, PlacementKind::Waiting);
-    EXPECT_EQ(parse_annotation("m2g:[admission=]").verdict, "");
-    const ParsedAnnotation g = parse_annotation("m2g:[admission=released at nonsense: defer until=soon class=gaming]");
+    EXPECT_FALSE(has_annotation("no segment here"));
+    EXPECT_EQ(placement_of(read_annotation("m2g:[waiting]")).state, PlacementState::Waiting);
+    EXPECT_FALSE(admission_of(read_annotation("m2g:[admission=]")).verdict);
+    const AdmissionAnnotation g =
+        admission_of(read_annotation("m2g:[admission=released at nonsense: defer until=soon class=gaming]"));
     EXPECT_EQ(g.released_at, 0);
-    EXPECT_EQ(g.verdict, "defer");
-    EXPECT_EQ(g.cls, "gaming");
-    EXPECT_FALSE(admission_holds(g, kNow));  // no usable until=
+    EXPECT_EQ(g.verdict, Verdict::Defer);
+    EXPECT_EQ(g.unknown_class, "gaming");
+    EXPECT_FALSE(g.holds_at(kNow));  // no usable until=
     // Free text after policy=any is the gate's note.
-    const ParsedAnnotation any = parse_annotation("m2g:[policy=any maintenance mw-1: 18 nodes avoided]");
-    EXPECT_EQ(any.placement, PlacementKind::Placed);
+    const PlacementAnnotation any = placement_of(read_annotation("m2g:[policy=any maintenance mw-1: 18 nodes avoided]"));
+    EXPECT_EQ(any.state, PlacementState::Stock);
+    EXPECT_TRUE(any.placed());
     EXPECT_EQ(any.policy, "any");
     EXPECT_EQ(any.signals, "maintenance mw-1: 18 nodes avoided");
 }
@@ -477,7 +510,7 @@ TEST(PendingReasonKey, WaitingKinds)
     JobView j;
     auto key = [&](const std::string& reason) {
         j.admin_comment = "m2g:[waiting policy=strict:nvlink reason=" + reason + "]";
-        return pending_reason_key(j, parse_annotation(j.admin_comment), kNow);
+        return pending_reason_key(j, read_annotation(j.admin_comment), kNow);
     };
     EXPECT_EQ(key("waiting for 2 NVLink domains with 36 free healthy nodes (best now: 3 domains)"),
               "waiting:nvlink-domain");
@@ -489,7 +522,7 @@ TEST(PendingReasonKey, WaitingKinds)
     EXPECT_EQ(key("3 nodes down"), "waiting:nodes-down");
     EXPECT_EQ(key("something new"), "waiting:other");
     j.state = JobState::Running;
-    EXPECT_EQ(pending_reason_key(j, parse_annotation(j.admin_comment), kNow), "");
+    EXPECT_EQ(pending_reason_key(j, read_annotation(j.admin_comment), kNow), "");
 }
 
 const char* const kGoldenStatus =
@@ -752,15 +785,16 @@ TEST_F(StatusTest, RunningJobCurtailedDuringAnEvent)
                      set_annotation(kPlaced, AnnotationPart::Curtail,
                                     "cap w_gpu=300 cause=dr-1 scope=site at=2026-11-29T20:00:00Z"));
     j.node_idx = m.domains[1].nodes;
-    const ParsedAnnotation a = parse_annotation(j.admin_comment);
-    EXPECT_EQ(a.curtail, "cap w_gpu=300 cause=dr-1 scope=site at=2026-11-29T20:00:00Z");
-    EXPECT_EQ(a.curtail_step, "cap");
-    EXPECT_FALSE(a.curtail_monitor);
-    EXPECT_EQ(a.curtail_w_gpu, 300);
-    EXPECT_EQ(a.curtail_cause, "dr-1");
-    EXPECT_EQ(a.curtail_scope, "site");
-    EXPECT_EQ(a.curtail_at, kNow);
-    EXPECT_EQ(a.placement, PlacementKind::Placed) << "the placement part is untouched";
+    const Annotation a = read_annotation(j.admin_comment);
+    ASSERT_TRUE(a.curtail);
+    EXPECT_EQ(format(*a.curtail), "cap w_gpu=300 cause=dr-1 scope=site at=2026-11-29T20:00:00Z");
+    EXPECT_EQ(a.curtail->step, CurtailStep::Cap);
+    EXPECT_FALSE(a.curtail->monitor);
+    EXPECT_EQ(a.curtail->w_gpu, 300);
+    EXPECT_EQ(a.curtail->cause, "dr-1");
+    EXPECT_EQ(a.curtail->scope, "site");
+    EXPECT_EQ(a.curtail->at, kNow);
+    EXPECT_EQ(placement_of(a).state, PlacementState::Placed) << "the placement part is untouched";
     const Explanation e = explain_job(m, c, SignalsView{}, j, kNow);
     EXPECT_EQ(e.evidence.back(),
               "m2g-curtaild, last action during a power event: cap w_gpu=300 cause=dr-1 scope=site "
@@ -1019,8 +1053,8 @@ TEST_F(StatusTest, TypedRecordsExplainLikeTheSentencesTheyReplace)
         const Explanation new_e = explain_job(paced, c, view(), j, kNow);
         EXPECT_EQ(format_explanation(new_e, false), format_explanation(old_e, false)) << typed;
         EXPECT_EQ(format_explanation(new_e, true), format_explanation(old_e, true)) << typed;
-        EXPECT_EQ(pending_reason_key(j, parse_annotation(typed), kNow),
-                  pending_reason_key(j, parse_annotation(legacy), kNow));
+        EXPECT_EQ(pending_reason_key(j, read_annotation(typed), kNow),
+                  pending_reason_key(j, read_annotation(legacy), kNow));
         EXPECT_GT(old_e.evidence.size() + old_e.suggestions.size(), 0u) << legacy;
         // Unknown job size: the node count comes from need=, or from the sentence.
         j.nodes = 0;
@@ -1042,7 +1076,7 @@ TEST_F(StatusTest, ExplainClassifiesByTheTypedCause)
     Explanation e = explain_job(m, c, view(), j, kNow);
     EXPECT_EQ(e.summary, "Job 121 is waiting for rack power: the racks are full; policy prefer:nvlink.");
     EXPECT_EQ(e.evidence[0], "rack nvl02 budget 132.0 kW, effective 132.0 kW, draw 132.0 kW, headroom 0.0 kW");
-    EXPECT_EQ(pending_reason_key(j, parse_annotation(j.admin_comment), kNow), "waiting:rack-power");
+    EXPECT_EQ(pending_reason_key(j, read_annotation(j.admin_comment), kNow), "waiting:rack-power");
     // need= gives the job's size when Slurm does not.
     j.nodes = 0;
     j.admin_comment = "m2g:[waiting policy=strict:nvlink wait=nvlink-domain need=18 reason=waiting for a whole rack]";
@@ -1050,10 +1084,10 @@ TEST_F(StatusTest, ExplainClassifiesByTheTypedCause)
     EXPECT_EQ(e.summary, "Job 121 is waiting for a whole rack; policy strict:nvlink.");
     EXPECT_EQ(e.suggestions, Strings{"18 nodes fit nvl02 now (18 free healthy nodes there): Slurm starts the job at "
                                      "its next scheduling pass unless higher-priority jobs take them first"});
-    EXPECT_EQ(pending_reason_key(j, parse_annotation(j.admin_comment), kNow), "waiting:nvlink-domain");
+    EXPECT_EQ(pending_reason_key(j, read_annotation(j.admin_comment), kNow), "waiting:nvlink-domain");
     // A sentence that reads like another cause does not change it.
     j.admin_comment = "m2g:[waiting policy=strict:nvlink wait=maintenance reason=site power: 0.0 kW free]";
-    EXPECT_EQ(pending_reason_key(j, parse_annotation(j.admin_comment), kNow), "waiting:maintenance");
+    EXPECT_EQ(pending_reason_key(j, read_annotation(j.admin_comment), kNow), "waiting:maintenance");
     e = explain_job(m, c, view(), j, kNow);
     EXPECT_EQ(e.summary, "Job 121 is waiting: site power: 0.0 kW free; policy strict:nvlink.");
     EXPECT_EQ(e.evidence[0].rfind("free healthy GPUs per candidate domain: ", 0), 0u) << e.evidence[0];
