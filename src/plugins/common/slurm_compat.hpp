@@ -24,35 +24,25 @@ typedef hostlist_t m2g_hostlist_t;
 #define M2G_DAEMON_PROBE_SYMBOL "running_in_slurmctld"
 #endif
 
-// Whether this slurmctld is the new process of an `scontrol reconfigure`.
+// Whether this daemon is the new process of an `scontrol reconfigure`.
 // Since 23.11 reconfigure starts a fresh slurmctld (SLURMCTLD_RECONF=1 in
-// its environment) and the running one carries on with its old
-// configuration when the new one fails to start. A plugin that finds
-// m2g.conf broken there fails its start, so the cluster keeps the last good
-// m2g.conf instead of running without m2g's policy. 22.05 reconfigures in
-// place: the plugins keep their previous model themselves.
-inline bool m2g_reconfigure_child()
+// its environment) and a fresh slurmd (SLURMD_RECONF=1), and the running
+// one carries on with its old configuration when the new one fails to
+// start (slurmd logs "Resuming operation, reconfigure failed"). A plugin
+// that finds m2g.conf broken there fails its start, so the cluster keeps
+// the last good m2g.conf instead of running without m2g's policy. 22.05
+// reconfigures in place: the plugins keep their previous model themselves.
+enum class M2gDaemon { Slurmctld, Slurmd };
+inline bool m2g_reconfigure_child(M2gDaemon d = M2gDaemon::Slurmctld)
 {
 #if M2G_SLURM_NEW_API
-    return std::getenv("SLURMCTLD_RECONF") != nullptr;
+    return std::getenv(d == M2gDaemon::Slurmd ? "SLURMD_RECONF" : "SLURMCTLD_RECONF") != nullptr;
 #else
+    (void)d;
     return false;
 #endif
 }
 
 // The error line for a reconfigure refused that way.
 #define M2G_RECONF_REFUSED "refusing this reconfigure: the running slurmctld keeps the last good m2g.conf"
-
-// The same for slurmd: since 23.11 its reconfigure starts a new slurmd
-// (SLURMD_RECONF=1), and the running one logs "Resuming operation,
-// reconfigure failed" and carries on when the new one stops. 22.05
-// reconfigures slurmd in place.
-inline bool m2g_slurmd_reconfigure_child()
-{
-#if M2G_SLURM_NEW_API
-    return std::getenv("SLURMD_RECONF") != nullptr;
-#else
-    return false;
-#endif
-}
 #define M2G_SLURMD_RECONF_REFUSED "refusing this reconfigure: the running slurmd keeps the last good m2g.conf"

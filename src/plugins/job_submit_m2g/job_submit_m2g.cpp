@@ -73,6 +73,7 @@ extern "C" {
 #include "src/slurmctld/slurmctld.h"
 }
 #undef operator
+#include "plugins/common/guard.hpp"
 #include "plugins/common/slurm_compat.hpp"
 
 extern "C" const char plugin_name[] = "m2g admission: power, thermal, demand-response and maintenance (job_submit/m2g)";
@@ -463,7 +464,7 @@ void pin_self()
 
 extern "C" int init(void)
 {
-    try {
+    return m2g_guarded(error, kLog, "init", SLURM_ERROR, [&]() -> int {
         auto s = std::make_shared<Shared>();
         s->conf = conf_path();
         s->session.load(s->conf, time(nullptr));
@@ -483,12 +484,7 @@ extern "C" int init(void)
         g_shared = s;
         info("%sjob_submit/m2g active", kLog);
         return SLURM_SUCCESS;
-    } catch (const std::exception& e) {
-        error("%sinit: %s", kLog, e.what());
-    } catch (...) {
-        error("%sinit: unexpected error", kLog);
-    }
-    return SLURM_ERROR;
+    });
 }
 
 extern "C" int fini(void)

@@ -254,18 +254,26 @@ void map_nodes()
     g.node_count = node_record_count;
 }
 
+// Calls f(gres_data) for each "gpu" entry of a job's or node's gres list.
+template <class F>
+void for_each_gpu_gres(m2g_list_t list, F&& f)
+{
+    if (!list)
+        return;
+    m2g_list_itr_t it = list_iterator_create(list);
+    gres_state_t* gs;
+    while ((gs = static_cast<gres_state_t*>(list_next(it))))
+        if (gs->gres_name && !strcmp(gs->gres_name, "gpu"))
+            f(gs->gres_data);
+    list_iterator_destroy(it);
+}
+
 // GPUs per node the job asks for (0: none or unknown).
 int gpus_per_node(job_record_t* job, uint32_t nodes)
 {
-    if (!job->gres_list_req)
-        return 0;
     uint64_t per_node = 0;
-    m2g_list_itr_t it = list_iterator_create(job->gres_list_req);
-    gres_state_t* gs;
-    while ((gs = static_cast<gres_state_t*>(list_next(it)))) {
-        if (!gs->gres_name || strcmp(gs->gres_name, "gpu"))
-            continue;
-        auto* js = static_cast<gres_job_state_t*>(gs->gres_data);
+    for_each_gpu_gres(job->gres_list_req, [&](void* data) {
+        auto* js = static_cast<gres_job_state_t*>(data);
         if (js->gres_per_node)
             per_node = std::max<uint64_t>(per_node, js->gres_per_node);
         else if (js->gres_per_job && nodes)
@@ -273,27 +281,19 @@ int gpus_per_node(job_record_t* job, uint32_t nodes)
         else if (js->gres_per_task && nodes && job->details && job->details->num_tasks)
             per_node = std::max<uint64_t>(
                 per_node, (js->gres_per_task * job->details->num_tasks + nodes - 1) / nodes);
-    }
-    list_iterator_destroy(it);
+    });
     return static_cast<int>(per_node);
 }
 
 // GPUs not yet allocated on a node.
 int free_gpus(node_record_t* node)
 {
-    if (!node->gres_list)
-        return 0;
     uint64_t avail = 0;
-    m2g_list_itr_t it = list_iterator_create(node->gres_list);
-    gres_state_t* gs;
-    while ((gs = static_cast<gres_state_t*>(list_next(it)))) {
-        if (!gs->gres_name || strcmp(gs->gres_name, "gpu"))
-            continue;
-        auto* ns = static_cast<gres_node_state_t*>(gs->gres_data);
+    for_each_gpu_gres(node->gres_list, [&](void* data) {
+        auto* ns = static_cast<gres_node_state_t*>(data);
         if (ns->gres_cnt_avail > ns->gres_cnt_alloc)
             avail += ns->gres_cnt_avail - ns->gres_cnt_alloc;
-    }
-    list_iterator_destroy(it);
+    });
     return static_cast<int>(avail);
 }
 

@@ -23,6 +23,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/base/error.hpp"
@@ -36,6 +37,8 @@ extern "C" {
 #include <slurm/slurm_version.h>
 #include <slurm/spank.h>
 }
+
+#include "plugins/common/guard.hpp"
 
 // Plugin identity: one definition each with C linkage. (SPANK_PLUGIN()
 // would give these const objects internal linkage in C++.)
@@ -171,14 +174,7 @@ ScriptJob script_job(spank_t sp, bool with_intent)
 template <typename F>
 int guarded(const char* where, F&& f)
 {
-    try {
-        return f();
-    } catch (const std::exception& e) {
-        slurm_error("%s%s: %s", kLog, where, e.what());
-    } catch (...) {
-        slurm_error("%s%s: unexpected error", kLog, where);
-    }
-    return -1;
+    return m2g_guarded(slurm_error, kLog, where, -1, std::forward<F>(f));
 }
 
 }  // namespace
@@ -260,36 +256,42 @@ extern "C" int slurm_spank_user_init(spank_t sp, int ac, char** av)
     });
 }
 
-// Job start on a node (root): dcgm-exporter mapping and textfile metric.
-extern "C" int slurm_spank_job_prolog(spank_t sp, int ac, char** av)
+// The job prolog and epilog on a node (root): with a dcgm= or textfile=
+// directory among the plugin's arguments, the prolog maps the job's GPUs
+// for dcgm-exporter and writes its textfile metric, and the epilog (also
+// after scancel) removes what the prolog made.
+static int node_job_hook(spank_t sp, int ac, char** av, bool start)
 {
-    return guarded("prolog", [&]() {
+    return guarded(start ? "prolog" : "epilog", [&]() {
         // slurm_spank_init does not run in the job script context.
         g_args = m2g::parse_spank_args(std::vector<std::string>(av, av + ac));
         if (g_args.dcgm_dir.empty() && g_args.textfile_dir.empty())
             return 0;
-        const ScriptJob j = script_job(sp, true);
-        if (!g_args.dcgm_dir.empty() && !j.gpus.empty())
-            m2g::dcgm_map_add(m2g::node_dir(g_args.dcgm_dir, j.node), j.gpus, j.id);
-        if (!g_args.textfile_dir.empty())
-            m2g::textfile_write(m2g::node_dir(g_args.textfile_dir, j.node), j.id,
-                                m2g::job_info_metric(j.id, j.intent, j.node));
+        const ScriptJob j = script_job(sp, start);
+        if (!g_args.dcgm_dir.empty() && !j.gpus.empty()) {
+            const std::string dir = m2g::node_dir(g_args.dcgm_dir, j.node);
+            if (start)
+                m2g::dcgm_map_add(dir, j.gpus, j.id);
+            else
+                m2g::dcgm_map_remove(dir, j.gpus, j.id);
+        }
+        if (!g_args.textfile_dir.empty()) {
+            const std::string dir = m2g::node_dir(g_args.textfile_dir, j.node);
+            if (start)
+                m2g::textfile_write(dir, j.id, m2g::job_info_metric(j.id, j.intent, j.node));
+            else
+                m2g::textfile_remove(dir, j.id);
+        }
         return 0;
     });
 }
 
-// Job end on a node (root), also after scancel: remove what the prolog made.
+extern "C" int slurm_spank_job_prolog(spank_t sp, int ac, char** av)
+{
+    return node_job_hook(sp, ac, av, true);
+}
+
 extern "C" int slurm_spank_job_epilog(spank_t sp, int ac, char** av)
 {
-    return guarded("epilog", [&]() {
-        g_args = m2g::parse_spank_args(std::vector<std::string>(av, av + ac));
-        if (g_args.dcgm_dir.empty() && g_args.textfile_dir.empty())
-            return 0;
-        const ScriptJob j = script_job(sp, false);
-        if (!g_args.dcgm_dir.empty() && !j.gpus.empty())
-            m2g::dcgm_map_remove(m2g::node_dir(g_args.dcgm_dir, j.node), j.gpus, j.id);
-        if (!g_args.textfile_dir.empty())
-            m2g::textfile_remove(m2g::node_dir(g_args.textfile_dir, j.node), j.id);
-        return 0;
-    });
+    return node_job_hook(sp, ac, av, false);
 }

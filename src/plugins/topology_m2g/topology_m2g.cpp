@@ -43,6 +43,8 @@ extern "C" {
 #include "src/common/xstring.h"
 }
 
+#include "plugins/common/guard.hpp"
+
 // Plugin identity: one definition each, with C linkage (the braced
 // extern "C" form would give these const objects internal linkage).
 extern "C" const char plugin_name[] = "topology m2g plugin (NVLink domains from m2g.conf)";
@@ -222,7 +224,7 @@ extern "C" int fini(void)
 // Build or rebuild Slurm's switch records after startup or reconfigure.
 extern "C" int topo_build_config(void)
 {
-    try {
+    return m2g_guarded(error, kLog, "building switch records", SLURM_ERROR, [&]() -> int {
         if (node_record_count == 0)
             return SLURM_SUCCESS;
         const std::string err = reload();
@@ -239,12 +241,7 @@ extern "C" int topo_build_config(void)
         }
         build_switch_table(*g_model);
         return SLURM_SUCCESS;
-    } catch (const std::exception& e) {
-        error("%s%s", kLog, e.what());
-    } catch (...) {
-        error("%sunexpected error building switch records", kLog);
-    }
-    return SLURM_ERROR;
+    });
 }
 
 // Rank nodes in tree order (domains in fabric order), so Slurm's node table,

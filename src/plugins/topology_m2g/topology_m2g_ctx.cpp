@@ -62,6 +62,7 @@ extern "C" {
 #include "src/plugins/topology/tree/switch_record.h"  // tree_context_t
 }
 #undef operator
+#include "plugins/common/guard.hpp"
 #include "plugins/common/slurm_compat.hpp"
 
 #ifndef M2G_STOCK_PLUGINDIR
@@ -270,7 +271,7 @@ int refuse(const std::string& why)
         fatal("%s%s; %s", kLog, why.c_str(), M2G_RECONF_REFUSED);
     if (running_in_slurmctld())
         fatal("%s%s", kLog, why.c_str());
-    if (running_in_slurmd() && m2g_slurmd_reconfigure_child())
+    if (running_in_slurmd() && m2g_reconfigure_child(M2gDaemon::Slurmd))
         fatal("%s%s; %s", kLog, why.c_str(), M2G_SLURMD_RECONF_REFUSED);
     if (running_in_slurmd())
         fatal("%s%s; slurmd does not start without the topology", kLog, why.c_str());
@@ -294,7 +295,7 @@ void fini(void) {}
 
 int topology_p_build_config(topology_ctx_t* tctx)
 {
-    try {
+    return m2g_guarded(error, kLog, "building the switch tree", SLURM_ERROR, [&]() -> int {
         if (!node_record_count)
             return SLURM_SUCCESS;
         std::unique_ptr<Ctx> ctx;
@@ -322,12 +323,7 @@ int topology_p_build_config(topology_ctx_t* tctx)
                 ctx->config.config_cnt, ctx->model->domains.size(), ctx->model->switches.size());
         tctx->plugin_ctx = ctx.release();
         return SLURM_SUCCESS;
-    } catch (const std::exception& e) {
-        error("%s%s", kLog, e.what());
-    } catch (...) {
-        error("%sunexpected error building the switch tree", kLog);
-    }
-    return SLURM_ERROR;
+    });
 }
 
 int topology_p_destroy_config(topology_ctx_t* tctx)
