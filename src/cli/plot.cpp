@@ -131,18 +131,7 @@ std::string short_time(int64_t t, int64_t now)
     return a.substr(5, 5) + " " + a.substr(11, 5) + "Z";
 }
 
-const char* scope_word(EventScope s)
-{
-    switch (s) {
-    case EventScope::Site:
-        return "site";
-    case EventScope::Row:
-        return "row";
-    case EventScope::Rack:
-        return "rack";
-    }
-    return "";
-}
+const char* scope_word(EventScope s) { return name_of(kEventScopeNames, s, ""); }
 
 // ---- drawing ----------------------------------------------------------------------
 
@@ -1089,12 +1078,10 @@ void Plot::thermal_key(double x, double y)
     const double ym = y + 13 / 2.0;
     p_.text(x, ym, "°C over a rack: hottest GPU,", 12, kInk);
     x += p_.width("°C over a rack: hottest GPU,", 12) + 6;
-    const std::pair<const char*, ThermalState> states[] = {
-        {"ok", ThermalState::Ok}, {"warm", ThermalState::Warm}, {"hot", ThermalState::Hot}, {"critical", ThermalState::Critical}};
-    for (const auto& st : states) {
-        const bool bold = st.second != ThermalState::Ok;
-        p_.text(x, ym, st.first, 12, thermal_colour(st.second), bold);
-        x += p_.width(st.first, 12, bold) + 7;
+    for (ThermalState t : {ThermalState::Ok, ThermalState::Warm, ThermalState::Hot, ThermalState::Critical}) {
+        const bool bold = t != ThermalState::Ok;
+        p_.text(x, ym, to_string(t), 12, thermal_colour(t), bold);
+        x += p_.width(to_string(t), 12, bold) + 7;
     }
 }
 

@@ -21,6 +21,7 @@
 
 #include "discover/nvml.hpp"
 #include "m2g_config.h"
+#include "core/base/enum_names.hpp"
 #include "core/base/error.hpp"
 #include "core/base/hostlist.hpp"
 #include "core/base/text.hpp"
@@ -333,18 +334,9 @@ SourceStatus probe_hwloc(const ProbeOptions& o, NodeFacts& f, HwlocFacts& out)
 
 // ---- libibverbs -------------------------------------------------------------------
 
-const char* port_state_text(ibv_port_state s)
-{
-    switch (s) {
-    case IBV_PORT_NOP: return "nop";
-    case IBV_PORT_DOWN: return "down";
-    case IBV_PORT_INIT: return "init";
-    case IBV_PORT_ARMED: return "armed";
-    case IBV_PORT_ACTIVE: return "active";
-    case IBV_PORT_ACTIVE_DEFER: return "active_defer";
-    }
-    return "unknown";
-}
+constexpr auto kPortStateNames =
+    enum_names<IBV_PORT_ACTIVE_DEFER>({"nop", "down", "init", "armed", "active", "active_defer"});
+const char* port_state_text(ibv_port_state s) { return name_of(kPortStateNames, s, "unknown"); }
 
 std::string guid_text(uint64_t host_order)
 {

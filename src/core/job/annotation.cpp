@@ -255,17 +255,6 @@ int64_t time_or_zero(std::string_view text)
     }
 }
 
-// Whole watts as "%.0f" rounds them; 0 for none or nonsense.
-
-
-std::optional<Verdict> verdict_of(std::string_view word)
-{
-    for (Verdict v : {Verdict::Admit, Verdict::Defer, Verdict::Pace, Verdict::Reject})
-        if (word == to_string(v))
-            return v;
-    return std::nullopt;
-}
-
 // "18 nodes (maintenance mw-1)" → 18, "maintenance mw-1".
 bool parse_avoid(std::string_view text, int& nodes, std::string& what)
 {
@@ -561,7 +550,7 @@ AdmissionAnnotation parse_admission(std::string_view text)
     if (ws.empty())
         return a;
     size_t from = 0;
-    if ((a.verdict = verdict_of(ws[0].text)))
+    if ((a.verdict = verdict_from(ws[0].text)))
         from = 1;
     static const std::vector<Key> keys{{kClass, false, {}},
                                        {kWGpu, false, {}},

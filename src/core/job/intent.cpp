@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/base/enum_names.hpp"
 #include "core/base/error.hpp"
 #include "core/base/keys.hpp"
 #include "core/base/text.hpp"
@@ -20,47 +21,23 @@ namespace m2g {
 
 namespace {
 
-struct Named {
-    const char* name;
-    int value;
-};
+constexpr auto kLocalityNames = enum_names<Locality::Any>({"", "strict", "prefer", "any"});
+constexpr auto kLevelNames = enum_names<LocalityLevel::Spine>({"nvlink", "leaf", "spine"});
+constexpr auto kClassNames = enum_names<WorkloadClass::Agentic>(
+    {"", "training", "finetune", "inference", "batch", "benchmark", "dataproc", "agentic"});
 
-const Named kLocality[] = {{"strict", int(Locality::Strict)}, {"prefer", int(Locality::Prefer)},
-                           {"any", int(Locality::Any)}};
-const Named kLevel[] = {{"nvlink", int(LocalityLevel::NVLink)}, {"leaf", int(LocalityLevel::Leaf)},
-                        {"spine", int(LocalityLevel::Spine)}};
-const Named kClass[] = {{"training", int(WorkloadClass::Training)},   {"finetune", int(WorkloadClass::Finetune)},
-                        {"inference", int(WorkloadClass::Inference)}, {"batch", int(WorkloadClass::Batch)},
-                        {"benchmark", int(WorkloadClass::Benchmark)}, {"dataproc", int(WorkloadClass::Dataproc)},
-                        {"agentic", int(WorkloadClass::Agentic)}};
-
-template <size_t N>
-const char* name_of(const Named (&table)[N], int v)
+// "a, b or c": the words `t` accepts.
+template <typename E, size_t N>
+std::string accepted(const EnumNames<E, N>& t)
 {
-    for (const Named& n : table)
-        if (n.value == v)
-            return n.name;
-    return "";
-}
-
-template <size_t N>
-std::string accepted(const Named (&table)[N])
-{
+    std::vector<const char*> words;
+    for (const char* n : t.names)
+        if (*n)
+            words.push_back(n);
     std::string out;
-    for (size_t i = 0; i < N; ++i)
-        out += std::string(i ? (i + 1 == N ? " or " : ", ") : "") + table[i].name;
+    for (size_t i = 0; i < words.size(); ++i)
+        out += std::string(i ? (i + 1 == words.size() ? " or " : ", ") : "") + words[i];
     return out;
-}
-
-template <size_t N>
-bool lookup(const Named (&table)[N], std::string_view s, int& out)
-{
-    for (const Named& n : table)
-        if (s == n.name) {
-            out = n.value;
-            return true;
-        }
-    return false;
 }
 
 constexpr size_t kMaxTags = 32;
@@ -99,28 +76,22 @@ void parse_locality(std::string_view v, Locality& loc, LocalityLevel& level, con
         intent = v.substr(0, colon);
         lvl = v.substr(colon + 1);
     }
-    int i = 0, l = int(LocalityLevel::NVLink);
-    if (!lookup(kLocality, intent, i) || (!lvl.empty() && !lookup(kLevel, lvl, l)) ||
-        (v.find(':') != std::string_view::npos && lvl.empty()))
-        throw ParseError(what + ": expected " + accepted(kLocality) + ", optionally followed by :" +
-                         accepted(kLevel) + " (e.g. strict:nvlink)");
-    loc = Locality(i);
-    level = LocalityLevel(l);
+    const std::optional<Locality> i = enum_from(kLocalityNames, intent);
+    const std::optional<LocalityLevel> l = lvl.empty() ? LocalityLevel::NVLink : enum_from(kLevelNames, lvl);
+    if (!i || !l || (v.find(':') != std::string_view::npos && lvl.empty()))
+        throw ParseError(what + ": expected " + accepted(kLocalityNames) + ", optionally followed by :" +
+                         accepted(kLevelNames) + " (e.g. strict:nvlink)");
+    loc = *i;
+    level = *l;
 }
 
 }  // namespace
 
-const char* to_string(Locality v) { return v == Locality::Unset ? "" : name_of(kLocality, int(v)); }
-const char* to_string(LocalityLevel v) { return name_of(kLevel, int(v)); }
-const char* to_string(WorkloadClass v) { return v == WorkloadClass::Unset ? "" : name_of(kClass, int(v)); }
+const char* to_string(Locality v) { return name_of(kLocalityNames, v, ""); }
+const char* to_string(LocalityLevel v) { return name_of(kLevelNames, v, ""); }
+const char* to_string(WorkloadClass v) { return name_of(kClassNames, v, ""); }
 
-std::optional<WorkloadClass> workload_class_from(std::string_view name)
-{
-    int c = 0;
-    if (!lookup(kClass, name, c))
-        return std::nullopt;
-    return static_cast<WorkloadClass>(c);
-}
+std::optional<WorkloadClass> workload_class_from(std::string_view name) { return enum_from(kClassNames, name); }
 
 std::string locality_string(const JobIntent& i)
 {
@@ -229,10 +200,10 @@ void apply_option(JobIntent& intent, std::string_view name, std::string_view val
             throw ParseError(what + ": expected a whole number of nodes from 1 to " + std::to_string(kMaxSegment));
         next.segment = static_cast<int>(n);
     } else if (name == kw::kOptClass) {
-        int c = 0;
-        if (!lookup(kClass, value, c))
-            throw ParseError(what + ": unknown class; expected " + accepted(kClass));
-        next.workload_class = WorkloadClass(c);
+        const std::optional<WorkloadClass> c = workload_class_from(value);
+        if (!c)
+            throw ParseError(what + ": unknown class; expected " + accepted(kClassNames));
+        next.workload_class = *c;
     } else if (name == kw::kOptRecipe) {
         if (value.empty() || value.size() > kMaxKey || !std::all_of(value.begin(), value.end(), key_char))
             throw ParseError(what + ": a recipe name is 1-64 characters of a-z, 0-9, '_', '.', '-' (see m2g recipe list)");
@@ -370,10 +341,10 @@ JobIntent decode_intent(const std::vector<std::string>& env)
                 throw ParseError(what + ": not a segment size");
             i.segment = static_cast<int>(n);
         } else if (key == kw::kEnvClass) {
-            int c = 0;
-            if (!lookup(kClass, v, c))
+            const std::optional<WorkloadClass> c = workload_class_from(v);
+            if (!c)
                 throw ParseError(what + ": unknown class");
-            i.workload_class = WorkloadClass(c);
+            i.workload_class = *c;
         } else if (key == kw::kEnvRecipe) {
             i.recipe = v;
         } else if (key == kw::kEnvDefer) {

@@ -1,66 +1,28 @@
 // m2g core: verdicts and wait causes (see verdict.hpp).
 #include "core/job/verdict.hpp"
 
+#include "core/base/enum_names.hpp"
 #include "core/base/keys.hpp"
 
 namespace m2g {
 
-const char* to_string(Verdict v)
-{
-    switch (v) {
-    case Verdict::Admit:
-        return "admit";
-    case Verdict::Defer:
-        return "defer";
-    case Verdict::Pace:
-        return "pace";
-    case Verdict::Reject:
-        return "reject";
-    }
-    return "?";
-}
+namespace {
+constexpr auto kVerdictNames = enum_names<Verdict::Reject>({"admit", "defer", "pace", "reject"});
+constexpr auto kWaitCauseNames = enum_names<WaitCause::Other>(kw::kWaitCauses);
+constexpr auto kCurtailStepNames =
+    enum_names<CurtailStep::Uncap>({"cap", "suspend", "signal", "requeue", "resume", "uncap"});
+}  // namespace
 
-const char* to_string(WaitCause c)
-{
-    static_assert(kw::kWaitCauses.size() == static_cast<size_t>(WaitCause::Other) + 1,
-                  "kw::kWaitCauses names every WaitCause, in order");
-    return kw::kWaitCauses[static_cast<size_t>(c)];
-}
+const char* to_string(Verdict v) { return name_of(kVerdictNames, v); }
 
-std::optional<WaitCause> wait_cause_from(std::string_view key)
-{
-    for (size_t i = 1; i < kw::kWaitCauses.size(); ++i)
-        if (key == kw::kWaitCauses[i])
-            return static_cast<WaitCause>(i);
-    return std::nullopt;
-}
+std::optional<Verdict> verdict_from(std::string_view word) { return enum_from(kVerdictNames, word); }
 
-const char* to_string(CurtailStep s)
-{
-    switch (s) {
-    case CurtailStep::Cap:
-        return "cap";
-    case CurtailStep::Suspend:
-        return "suspend";
-    case CurtailStep::Signal:
-        return "signal";
-    case CurtailStep::Requeue:
-        return "requeue";
-    case CurtailStep::Resume:
-        return "resume";
-    case CurtailStep::Uncap:
-        return "uncap";
-    }
-    return "cap";
-}
+const char* to_string(WaitCause c) { return name_of(kWaitCauseNames, c); }
 
-std::optional<CurtailStep> curtail_step_from(std::string_view word)
-{
-    for (CurtailStep s : {CurtailStep::Cap, CurtailStep::Suspend, CurtailStep::Signal, CurtailStep::Requeue,
-                          CurtailStep::Resume, CurtailStep::Uncap})
-        if (word == to_string(s))
-            return s;
-    return std::nullopt;
-}
+std::optional<WaitCause> wait_cause_from(std::string_view key) { return enum_from(kWaitCauseNames, key); }
+
+const char* to_string(CurtailStep s) { return name_of(kCurtailStepNames, s, "cap"); }
+
+std::optional<CurtailStep> curtail_step_from(std::string_view word) { return enum_from(kCurtailStepNames, word); }
 
 }  // namespace m2g

@@ -13,7 +13,9 @@ namespace m2g {
 // Admission's decision at submission and at every release pass
 // (admission.hpp).
 enum class Verdict { Admit, Defer, Pace, Reject };
-const char* to_string(Verdict v);
+const char* to_string(Verdict v);  // "admit", "defer", "pace", "reject"
+// The verdict `word` names, or nullopt.
+std::optional<Verdict> verdict_from(std::string_view word);
 
 // Why select/m2g makes a job wait: the engine's causes (NvlinkDomain,
 // Switch, Nodes, Other) and the signals gate's (gate(), admission.hpp).

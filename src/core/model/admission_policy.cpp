@@ -27,69 +27,11 @@ std::array<ClassPolicy, 8> AdmissionPolicy::default_classes()
     return c;
 }
 
-const char* to_string(FailSafe f)
-{
-    switch (f) {
-    case FailSafe::Last:
-        return "last";
-    case FailSafe::Open:
-        return "open";
-    case FailSafe::Defer:
-        return "defer";
-    }
-    return "?";
-}
-
-const char* to_string(AdmissionMode m)
-{
-    switch (m) {
-    case AdmissionMode::Enforce:
-        return "enforce";
-    case AdmissionMode::Monitor:
-        return "monitor";
-    case AdmissionMode::Off:
-        return "off";
-    }
-    return "?";
-}
-
-const char* to_string(NoDeferAction a)
-{
-    return a == NoDeferAction::Reject ? "reject" : "convert";
-}
-
-const char* to_string(MaintenanceAction a)
-{
-    return a == MaintenanceAction::Steer ? "steer" : "defer";
-}
-
-const char* to_string(CurtailLevel l)
-{
-    switch (l) {
-    case CurtailLevel::None:
-        return "none";
-    case CurtailLevel::Cap:
-        return "cap";
-    case CurtailLevel::Suspend:
-        return "suspend";
-    case CurtailLevel::Requeue:
-        return "requeue";
-    }
-    return "none";
-}
-
-const char* to_string(CurtailMode m)
-{
-    switch (m) {
-    case CurtailMode::Off:
-        return "off";
-    case CurtailMode::Monitor:
-        return "monitor";
-    case CurtailMode::Enforce:
-        return "enforce";
-    }
-    return "off";
-}
-
+const char* to_string(FailSafe f) { return name_of(kFailSafeNames, f); }
+const char* to_string(AdmissionMode m) { return name_of(kAdmissionModeNames, m); }
+const char* to_string(NoDeferAction a) { return name_of(kNoDeferActionNames, a, "convert"); }
+const char* to_string(MaintenanceAction a) { return name_of(kMaintenanceActionNames, a, "defer"); }
+const char* to_string(CurtailLevel l) { return name_of(kCurtailLevelNames, l, "none"); }
+const char* to_string(CurtailMode m) { return name_of(kCurtailModeNames, m, "off"); }
 
 }  // namespace m2g

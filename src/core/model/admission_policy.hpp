@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/base/enum_names.hpp"
+
 namespace m2g {
 
 // What happens when the signals feed is stale or missing (SignalsFailSafe=).
@@ -95,6 +97,15 @@ struct AdmissionPolicy {
 
     static std::array<ClassPolicy, 8> default_classes();
 };
+
+// The m2g.conf words of each (config.cpp reads them, case-insensitively).
+inline constexpr auto kFailSafeNames = enum_names<FailSafe::Defer>({"last", "open", "defer"});
+inline constexpr auto kAdmissionModeNames = enum_names<AdmissionMode::Off>({"enforce", "monitor", "off"});
+inline constexpr auto kNoDeferActionNames = enum_names<NoDeferAction::Convert>({"reject", "convert"});
+inline constexpr auto kMaintenanceActionNames = enum_names<MaintenanceAction::Defer>({"steer", "defer"});
+inline constexpr auto kCurtailLevelNames =
+    enum_names<CurtailLevel::Requeue>({"none", "cap", "suspend", "requeue"});
+inline constexpr auto kCurtailModeNames = enum_names<CurtailMode::Enforce>({"off", "monitor", "enforce"});
 
 const char* to_string(FailSafe f);
 const char* to_string(AdmissionMode m);

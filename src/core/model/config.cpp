@@ -94,6 +94,13 @@ int parse_choice(const SourceLoc& loc, const char* key, const std::string& value
     throw ParseError(loc.str() + ": " + key + "=" + value + " is not valid; expected " + one_of(names));
 }
 
+// A keyword value (case-insensitive) of one of `names`' enumerators.
+template <typename E, size_t N>
+E parse_choice(const SourceLoc& loc, const char* key, const std::string& value, const EnumNames<E, N>& names)
+{
+    return static_cast<E>(parse_choice(loc, key, value, {names.names.begin(), names.names.end()}));
+}
+
 bool parse_yes_no(const SourceLoc& loc, const char* key, const std::string& value)
 {
     return parse_choice(loc, key, value, {"yes", "no"}) == 0;
@@ -199,9 +206,9 @@ void set_admission_key(AdmissionPolicy& a, const SourceLoc& loc, const std::stri
     else if (key == kw::kSignalsPollSec)
         a.signals_poll_sec = parse_integer(loc, k, value, 1, 3600);
     else if (key == kw::kSignalsFailSafe)
-        a.failsafe = static_cast<FailSafe>(parse_choice(loc, k, value, {"last", "open", "defer"}));
+        a.failsafe = parse_choice(loc, k, value, kFailSafeNames);
     else if (key == kw::kAdmission)
-        a.mode = static_cast<AdmissionMode>(parse_choice(loc, k, value, {"enforce", "monitor", "off"}));
+        a.mode = parse_choice(loc, k, value, kAdmissionModeNames);
     else if (key == kw::kDefaultDeferrable) {
         ClassPolicy& unset = a.classes[static_cast<int>(WorkloadClass::Unset)];
         unset.deferrable = parse_yes_no(loc, k, value);
@@ -236,11 +243,11 @@ void set_admission_key(AdmissionPolicy& a, const SourceLoc& loc, const std::stri
                 throw ParseError(loc.str() + ": " + k + "=" + value + ": unknown class '" + c +
                                  "'; expected training, finetune, inference, batch, benchmark, dataproc or agentic");
     } else if (key == kw::kNoDeferAction)
-        a.no_defer_action = static_cast<NoDeferAction>(parse_choice(loc, k, value, {"reject", "convert"}));
+        a.no_defer_action = parse_choice(loc, k, value, kNoDeferActionNames);
     else if (key == kw::kMaintenanceAction)
-        a.maintenance_action = static_cast<MaintenanceAction>(parse_choice(loc, k, value, {"steer", "defer"}));
+        a.maintenance_action = parse_choice(loc, k, value, kMaintenanceActionNames);
     else if (key == kw::kCurtailMode)
-        a.curtail_mode = static_cast<CurtailMode>(parse_choice(loc, k, value, {"off", "monitor", "enforce"}));
+        a.curtail_mode = parse_choice(loc, k, value, kCurtailModeNames);
     else if (key == kw::kCapFloorW)
         a.cap_floor_w = parse_watts(loc, k, value, "no floor but the GPU's own minimum limit");
     else if (key == kw::kIdlePowerPerGpuW)
@@ -325,7 +332,7 @@ ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
             s.loc = line.loc;
             s.name = single_name(line, kw::kSwitchName);
             s.level = lower(f.str(kw::kLevel));
-            if (!s.level.empty() && s.level != "leaf" && s.level != "spine" && s.level != "core")
+            if (!s.level.empty() && !enum_from(kSwitchLevelNames, s.level))
                 throw ParseError(line.loc.str() + ": Level=" + f.str(kw::kLevel) +
                                  " is not valid; expected leaf, spine or core");
             s.link_gbps = f.number(kw::kLinkGbps);
@@ -375,8 +382,7 @@ ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
                 cp.power_w_per_gpu = parse_watts(line.loc, kw::kPowerPerGpuW, f.str(kw::kPowerPerGpuW),
                                                  "DefaultPowerPerGpuW, else the built-in class default");
             if (f.has(kw::kCurtail)) {
-                cp.curtail = static_cast<CurtailLevel>(
-                    parse_choice(line.loc, kw::kCurtail, f.str(kw::kCurtail), {"none", "cap", "suspend", "requeue"}));
+                cp.curtail = parse_choice(line.loc, kw::kCurtail, f.str(kw::kCurtail), kCurtailLevelNames);
                 cp.curtail_set = true;
             } else if (f.has(kw::kDeferrable)) {
                 // The default follows the class's Deferrable= as m2g.conf sets it.
@@ -763,19 +769,16 @@ void set_levels(Model& m, const ConfigSpec& spec)
         Switch& s = m.switches[si];
         s.height = h(static_cast<int>(si));
         const std::string& lvl = spec.switches[si].level;
+        const std::optional<SwitchLevel> given = enum_from(kSwitchLevelNames, lvl);
         bool has_switch_children = !s.switches.empty();
-        if (lvl == "leaf" && has_switch_children)
+        if (given == SwitchLevel::Leaf && has_switch_children)
             throw ValidationError(spec.switches[si].loc.str() + ": SwitchName=" + s.name +
                                   " is Level=leaf but lists Switches=; a leaf holds Domains= or Nodes=");
-        if ((lvl == "spine" || lvl == "core") && !has_switch_children)
+        if (given && *given != SwitchLevel::Leaf && !has_switch_children)
             throw ValidationError(spec.switches[si].loc.str() + ": SwitchName=" + s.name + " is Level=" + lvl +
                                   " but holds no switches; use Level=leaf for a switch with Domains= or Nodes=");
-        if (lvl == "leaf")
-            s.level = SwitchLevel::Leaf;
-        else if (lvl == "spine")
-            s.level = SwitchLevel::Spine;
-        else if (lvl == "core")
-            s.level = SwitchLevel::Core;
+        if (given)
+            s.level = *given;
         else
             s.level = s.height == 0 ? SwitchLevel::Leaf : s.height == 1 ? SwitchLevel::Spine : SwitchLevel::Core;
     }

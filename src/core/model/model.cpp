@@ -6,18 +6,7 @@
 
 namespace m2g {
 
-const char* to_string(SwitchLevel level)
-{
-    switch (level) {
-    case SwitchLevel::Leaf:
-        return "leaf";
-    case SwitchLevel::Spine:
-        return "spine";
-    case SwitchLevel::Core:
-        return "core";
-    }
-    return "?";
-}
+const char* to_string(SwitchLevel level) { return name_of(kSwitchLevelNames, level); }
 
 namespace {
 template <typename Map>

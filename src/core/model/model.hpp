@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/enum_names.hpp"
 #include "core/job/intent.hpp"  // Locality, LocalityLevel
 #include "core/model/admission_policy.hpp"
 
@@ -29,7 +30,7 @@ inline constexpr int kNone = -1;
 // Fabric levels, bottom up. Level numbers match Slurm's switch levels with
 // the NVLink domain as level 0 (see topology/m2g).
 enum class SwitchLevel { Leaf, Spine, Core };
-
+inline constexpr auto kSwitchLevelNames = enum_names<SwitchLevel::Core>({"leaf", "spine", "core"});  // Level=
 const char* to_string(SwitchLevel level);
 
 struct Node {

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "core/model/config.hpp"  // read_text_file
+#include "core/base/enum_names.hpp"
 #include "core/base/error.hpp"
 #include "core/base/keys.hpp"
 
@@ -41,6 +42,9 @@ size_t verdict_count(const char* plugin)
 {
     return is_select(plugin) ? kw::kSelectVerdicts.size() : kw::kAdmissionVerdicts.size();
 }
+
+constexpr auto kSelectVerdictNames = enum_names<SelectVerdict::Stock>(kw::kSelectVerdicts);
+constexpr auto kAdmissionVerdictNames = enum_names<AdmissionVerdict::Released>(kw::kAdmissionVerdicts);
 
 const char* verdict_name(const char* plugin, size_t i)
 {
@@ -142,8 +146,8 @@ class Reader {
 
 }  // namespace
 
-const char* to_string(SelectVerdict v) { return kw::kSelectVerdicts[static_cast<size_t>(v)]; }
-const char* to_string(AdmissionVerdict v) { return kw::kAdmissionVerdicts[static_cast<size_t>(v)]; }
+const char* to_string(SelectVerdict v) { return name_of(kSelectVerdictNames, v); }
+const char* to_string(AdmissionVerdict v) { return name_of(kAdmissionVerdictNames, v); }
 
 uint64_t HistogramData::count() const
 {

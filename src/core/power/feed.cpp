@@ -196,22 +196,7 @@ ReadAttempt read_settled(const std::string& path, int64_t last_ino)
 
 }  // namespace
 
-const char* to_string(FeedState s)
-{
-    switch (s) {
-    case FeedState::NotConfigured:
-        return "not_configured";
-    case FeedState::Fresh:
-        return "fresh";
-    case FeedState::Stale:
-        return "stale";
-    case FeedState::Missing:
-        return "missing";
-    case FeedState::Corrupt:
-        return "corrupt";
-    }
-    return "missing";
-}
+const char* to_string(FeedState s) { return name_of(kFeedStateNames, s, "missing"); }
 
 // ---- SignalFeed ---------------------------------------------------------------
 
@@ -498,24 +483,16 @@ SignalsView read_feed_status(const std::string& status_path, const Model& m, int
     const std::string file = str(kw::kSigStatusFile, false);
     const std::string state = str(kw::kSigStatusState, true);
     const std::string fs_word = str(kw::kSigStatusFailSafe, true);
-    FailSafe fs = FailSafe::Last;
-    if (fs_word == "open")
-        fs = FailSafe::Open;
-    else if (fs_word == "defer")
-        fs = FailSafe::Defer;
-    else if (fs_word != "last")
+    const std::optional<FailSafe> fs = enum_from(kFailSafeNames, fs_word);
+    if (!fs)
         throw bad("\"failsafe\" is \"" + fs_word + "\"; accepted: last, open, defer");
-    FeedState fstate;
-    if (state == "fresh" || state == "stale")
-        fstate = FeedState::Fresh;
-    else if (state == "missing")
-        fstate = FeedState::Missing;
-    else if (state == "corrupt")
-        fstate = FeedState::Corrupt;
-    else if (state == "not_configured")
-        return build_view("", ttl_sec, fs, nullptr, FeedState::NotConfigured, "", 0, now);
-    else
+    std::optional<FeedState> fstate = enum_from(kFeedStateNames, state);
+    if (!fstate)
         throw bad("\"state\" is \"" + state + "\"; accepted: not_configured, fresh, stale, missing, corrupt");
+    if (fstate == FeedState::NotConfigured)
+        return build_view("", ttl_sec, *fs, nullptr, FeedState::NotConfigured, "", 0, now);
+    if (fstate == FeedState::Stale)  // the file parsed: build_view() tells fresh from stale by age
+        fstate = FeedState::Fresh;
     const std::string error = str(kw::kSigStatusError, false);
     int64_t since = 0;
     if (const std::string cs = str(kw::kSigStatusCorruptSince, false); !cs.empty())
@@ -528,7 +505,7 @@ SignalsView read_feed_status(const std::string& status_path, const Model& m, int
     }
     if (fstate == FeedState::Fresh && !snap)
         throw bad("state \"" + state + "\" without a snapshot");
-    return build_view(file.empty() ? status_path : file, ttl_sec, fs, snap, fstate, error, since, now);
+    return build_view(file.empty() ? status_path : file, ttl_sec, *fs, snap, *fstate, error, since, now);
 }
 
 }  // namespace m2g

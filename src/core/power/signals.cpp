@@ -306,16 +306,10 @@ void FeedParser::thermal(json_object* v, Signals& s) const
         if (state) {
             const std::string sp = at(p, kw::kSigState);
             const std::string st = string_value(state, sp, false);
-            if (st == "ok")
-                t.state = ThermalState::Ok;
-            else if (st == "warm")
-                t.state = ThermalState::Warm;
-            else if (st == "hot")
-                t.state = ThermalState::Hot;
-            else if (st == "critical")
-                t.state = ThermalState::Critical;
-            else
+            const std::optional<ThermalState> ts = enum_from(kThermalStateNames, st);
+            if (!ts)
                 fail(sp, "\"" + st + "\" is not a thermal state; accepted: ok, warm, hot, critical");
+            t.state = *ts;
         }
         s.thermal[n] = t;
         if (t.state == ThermalState::Critical) {
@@ -555,20 +549,7 @@ Signals FeedParser::parse(const std::string& text)
 
 // ---- public functions ----------------------------------------------------------
 
-const char* to_string(ThermalState s)
-{
-    switch (s) {
-    case ThermalState::Ok:
-        return "ok";
-    case ThermalState::Warm:
-        return "warm";
-    case ThermalState::Hot:
-        return "hot";
-    case ThermalState::Critical:
-        return "critical";
-    }
-    return "ok";
-}
+const char* to_string(ThermalState s) { return name_of(kThermalStateNames, s, "ok"); }
 
 Signals parse_signals(const std::string& text, const std::string& file, const Model& m, int64_t now)
 {

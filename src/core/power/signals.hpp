@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/base/enum_names.hpp"
 #include "core/model/admission_policy.hpp"  // FailSafe
 #include "core/base/log.hpp"
 #include "core/base/time.hpp"  // parse_signal_time, format_utc
@@ -49,6 +50,7 @@ struct PowerReading {
 };
 
 enum class ThermalState { Ok, Warm, Hot, Critical };
+inline constexpr auto kThermalStateNames = enum_names<ThermalState::Critical>({"ok", "warm", "hot", "critical"});
 const char* to_string(ThermalState s);
 
 struct NodeThermal {
@@ -58,6 +60,7 @@ struct NodeThermal {
 };
 
 enum class EventScope { Site, Row, Rack };
+inline constexpr auto kEventScopeNames = enum_names<EventScope::Rack>({"site", "row", "rack"});
 
 // A demand-response (or any curtailment) event. Exactly one of curtail_pct
 // and curtail_kw is > 0.
@@ -115,6 +118,8 @@ enum class FeedState {
     Missing,        // the file does not exist / cannot be read, no snapshot yet or ever
     Corrupt,        // the file is broken; the last good snapshot (if any) is used while fresh
 };
+inline constexpr auto kFeedStateNames =
+    enum_names<FeedState::Corrupt>({"not_configured", "fresh", "stale", "missing", "corrupt"});
 const char* to_string(FeedState s);
 
 // What the hot path sees: the snapshot in force and how to treat it.

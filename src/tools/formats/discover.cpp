@@ -676,12 +676,12 @@ MergeResult write_cluster_conf(std::vector<LayoutHost> hosts, const LayoutOption
         c += "\n";
     }
     std::set<std::string> written;
-    const char* level_word[] = {"leaf", "spine", "core"};
     for (size_t l = 0; l < level_names.size(); ++l) {
         if (l == 0 && !level_names[0].empty())
             c += "\n";
         for (const std::string& sw : level_names[l]) {
-            std::string line = "SwitchName=" + sw + " Level=" + level_word[std::min<size_t>(l, 2)];
+            std::string line =
+                "SwitchName=" + sw + " Level=" + to_string(static_cast<SwitchLevel>(std::min<size_t>(l, 2)));
             if (l == 0) {
                 std::vector<std::string> doms, loose;
                 for (size_t d = 0; d < keys.size(); ++d)

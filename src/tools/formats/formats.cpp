@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/base/enum_names.hpp"
 #include "core/base/error.hpp"
 #include "core/model/export.hpp"
 #include "core/base/hostlist.hpp"
@@ -117,14 +118,10 @@ std::string header(const Model& m, const char* what)
 
 ExportFormat parse_export_format(std::string_view name)
 {
-    static const std::pair<const char*, ExportFormat> kNames[] = {
-        {"tree", ExportFormat::SlurmTree},   {"block", ExportFormat::SlurmBlock}, {"slurm-yaml", ExportFormat::SlurmYaml},
-        {"kueue", ExportFormat::Kueue},      {"kai", ExportFormat::Kai},          {"volcano", ExportFormat::Volcano},
-        {"labels", ExportFormat::Labels},
-    };
-    for (const auto& [n, f] : kNames)
-        if (name == n)
-            return f;
+    static constexpr auto kNames = enum_names<ExportFormat::Labels>(
+        {"tree", "block", "slurm-yaml", "kueue", "kai", "volcano", "labels"});
+    if (const std::optional<ExportFormat> f = enum_from(kNames, name))
+        return *f;
     throw Error("unknown export format '" + std::string(name) + "'; accepted: " + export_format_names());
 }
 

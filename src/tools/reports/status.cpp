@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/base/enum_names.hpp"
 #include "tools/reports/report_util.hpp"
 
 namespace m2g {
@@ -50,20 +51,14 @@ std::vector<NodeFacts> node_facts(const Model& m, const ClusterView& c, const Si
 
 // ---- jobs: state names, why one is pending -----------------------------------------
 
-const char* to_string(JobState s)
-{
-    switch (s) {
-    case JobState::Pending:
-        return "pending";
-    case JobState::Running:
-        return "running";
-    case JobState::Completing:
-        return "completing";
-    case JobState::Done:
-        return "done";
-    }
-    return "pending";
-}
+namespace {
+constexpr auto kJobStateNames = enum_names<JobState::Done>({"pending", "running", "completing", "done"});
+// The <why> of a deferred job's "deferred:<why>", by its cause's kind.
+constexpr auto kDeferredWhy =
+    enum_names<CauseKind::Other>({"other", "event", "maintenance", "site-power", "failsafe", "other"});
+}  // namespace
+
+const char* to_string(JobState s) { return name_of(kJobStateNames, s, "pending"); }
 
 std::string pending_reason_key(const JobView& job, const Annotation& a, int64_t now)
 {
@@ -72,20 +67,7 @@ std::string pending_reason_key(const JobView& job, const Annotation& a, int64_t 
     if (a.admission && a.admission->holds_at(now)) {
         if (a.admission->verdict == Verdict::Pace)
             return "paced";
-        switch (cause_of(a.admission->cause).kind) {
-        case CauseKind::Maintenance:
-            return "deferred:maintenance";
-        case CauseKind::SitePower:
-            return "deferred:site-power";
-        case CauseKind::Failsafe:
-            return "deferred:failsafe";
-        case CauseKind::Event:
-            return "deferred:event";
-        case CauseKind::None:
-        case CauseKind::Other:
-            break;
-        }
-        return "deferred:other";
+        return std::string("deferred:") + name_of(kDeferredWhy, cause_of(a.admission->cause).kind, "other");
     }
     if (a.placement && a.placement->state == PlacementState::Waiting)
         return "waiting:" + std::string(to_string(a.placement->wait));

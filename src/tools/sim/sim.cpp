@@ -9,37 +9,24 @@
 #include <iterator>
 #include <set>
 
+#include "core/base/enum_names.hpp"
 #include "core/base/error.hpp"
 #include "core/base/source.hpp"
 #include "tools/sim/simulator.hpp"
 
 namespace m2g {
 
-const char* to_string(SimPolicy p)
-{
-    switch (p) {
-    case SimPolicy::M2G:
-        return "m2g";
-    case SimPolicy::Tree:
-        return "tree";
-    case SimPolicy::TreeNvl:
-        return "tree-nvl";
-    case SimPolicy::Block:
-        return "block";
-    case SimPolicy::BlockSeg:
-        return "block-seg";
-    case SimPolicy::FirstFit:
-        return "firstfit";
-    }
-    return "?";
-}
+namespace {
+constexpr auto kSimPolicyNames =
+    enum_names<SimPolicy::FirstFit>({"m2g", "tree", "tree-nvl", "block", "block-seg", "firstfit"});
+}  // namespace
+
+const char* to_string(SimPolicy p) { return name_of(kSimPolicyNames, p); }
 
 SimPolicy parse_sim_policy(std::string_view s)
 {
-    for (SimPolicy p : {SimPolicy::M2G, SimPolicy::Tree, SimPolicy::TreeNvl, SimPolicy::Block, SimPolicy::BlockSeg,
-                        SimPolicy::FirstFit})
-        if (s == to_string(p))
-            return p;
+    if (const std::optional<SimPolicy> p = enum_from(kSimPolicyNames, s))
+        return *p;
     throw ParseError("--policy '" + std::string(s) + "': expected m2g, tree, tree-nvl, block, block-seg or firstfit");
 }
 
