@@ -40,6 +40,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -56,6 +57,7 @@
 #include "core/power/curtail_tick.hpp"
 #include "core/base/error.hpp"
 #include "core/power/signals.hpp"
+#include "tools/net/daemon.hpp"
 #include "tools/reports/status.hpp"
 #include "core/base/keys.hpp"
 
@@ -599,13 +601,8 @@ int main(int argc, char** argv)
     app.add_option("--agent-map", agent_map, "file of \"NODE URL\" lines overriding NodeAgentURL= (nodes sharing "
                                              "an address, e.g. test clusters)");
     app.add_flag("--once", once, "one pass, then exit");
-    app.set_version_flag("--version", std::string(kProg) + " " + PACKAGE_VERSION);
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        // Help and version exit 0; a usage error exits 2, as for m2g(1).
-        return app.exit(e) == 0 ? 0 : 2;
-    }
+    if (const std::optional<int> exit_now = m2g::parse_daemon_args(app, kProg, PACKAGE_VERSION, argc, argv))
+        return *exit_now;
     try {
         conf = m2g::resolve_conf_path(conf);
         struct sigaction sa {};
