@@ -123,6 +123,19 @@ JsonPtr name_or_null(const std::string* name)
     return name ? JsonPtr(json_object_new_string(name->c_str())) : JsonPtr();
 }
 
+// A set of nodes as the JSON shows it: its hostlist and how many.
+void add_nodes(json_object* e, const Model& m, const std::vector<int>& nodes)
+{
+    json_add_string(e, "nodes", node_hostlist(m, nodes));
+    json_add_int(e, "node_count", static_cast<int64_t>(nodes.size()));
+}
+
+// A switch's name, or null for none (kNone).
+JsonPtr switch_or_null(const Model& m, int sw)
+{
+    return name_or_null(sw == kNone ? nullptr : &m.switches[sw].name);
+}
+
 // --json of show: every NVLink domain, switch and fault domain with what
 // the tree prints of it, in declaration order.
 std::string show_json(const Model& m)
@@ -136,9 +149,8 @@ std::string show_json(const Model& m)
     for (const Domain& d : m.domains) {
         JsonPtr e = json_new_object();
         json_add_string(e.get(), "name", d.name);
-        json_add_value(e.get(), "switch", name_or_null(d.parent == kNone ? nullptr : &m.switches[d.parent].name));
-        json_add_string(e.get(), "nodes", node_hostlist(m, d.nodes));
-        json_add_int(e.get(), "node_count", static_cast<int64_t>(d.nodes.size()));
+        json_add_value(e.get(), "switch", switch_or_null(m, d.parent));
+        add_nodes(e.get(), m, d.nodes);
         json_add_int(e.get(), "size", d.size);
         json_add_int(e.get(), "gpus", d.gpus);
         json_add_double(e.get(), "nvlink_gbps", d.nvlink_gbps);
@@ -151,7 +163,7 @@ std::string show_json(const Model& m)
         JsonPtr e = json_new_object();
         json_add_string(e.get(), "name", sw.name);
         json_add_string(e.get(), "level", to_string(sw.level));
-        json_add_value(e.get(), "parent", name_or_null(sw.parent == kNone ? nullptr : &m.switches[sw.parent].name));
+        json_add_value(e.get(), "parent", switch_or_null(m, sw.parent));
         std::vector<std::string> children, domains;
         for (int c : sw.switches)
             children.push_back(m.switches[c].name);
@@ -159,8 +171,7 @@ std::string show_json(const Model& m)
             domains.push_back(m.domains[d].name);
         json_add_strings(e.get(), "switches", children);
         json_add_strings(e.get(), "domains", domains);
-        json_add_string(e.get(), "nodes", node_hostlist(m, sw.all_nodes));
-        json_add_int(e.get(), "node_count", static_cast<int64_t>(sw.all_nodes.size()));
+        add_nodes(e.get(), m, sw.all_nodes);
         json_add_int(e.get(), "gpus", sw.gpus);
         json_add_double(e.get(), "link_gbps", sw.link_gbps);
         json_append(sws.get(), std::move(e));
@@ -171,8 +182,7 @@ std::string show_json(const Model& m)
         JsonPtr e = json_new_object();
         json_add_string(e.get(), "name", f.name);
         json_add_string(e.get(), "type", f.type);
-        json_add_string(e.get(), "nodes", node_hostlist(m, f.nodes));
-        json_add_int(e.get(), "node_count", static_cast<int64_t>(f.nodes.size()));
+        add_nodes(e.get(), m, f.nodes);
         json_add_double(e.get(), "power_budget_kw", f.power_budget_kw);
         json_append(fds.get(), std::move(e));
     }
@@ -202,8 +212,7 @@ std::string locate_json(const Model& m, const Span& sp, size_t node_count)
     for (int l : sp.leaf_switches)
         leaves.push_back(m.switches[l].name);
     json_add_strings(o.get(), "leaf_switches", leaves);
-    json_add_value(o.get(), "top_switch",
-                   name_or_null(sp.top_switch == kNone ? nullptr : &m.switches[sp.top_switch].name));
+    json_add_value(o.get(), "top_switch", switch_or_null(m, sp.top_switch));
     json_add_string(o.get(), "outside_domains", node_hostlist(m, sp.outside_domains));
     json_add_strings(o.get(), "unknown", sp.unknown);
     json_add_string(o.get(), "summary", describe(m, sp, node_count));

@@ -40,6 +40,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -55,7 +56,9 @@
 #include "core/power/curtail.hpp"
 #include "core/power/curtail_tick.hpp"
 #include "core/base/error.hpp"
+#include "core/base/json.hpp"
 #include "core/power/signals.hpp"
+#include "tools/net/daemon.hpp"
 #include "tools/reports/status.hpp"
 #include "core/base/keys.hpp"
 
@@ -120,28 +123,41 @@ struct State {
     std::map<uint32_t, Record> jobs;
 };
 
+// A Record holds a CurtailJob's marks by the same names: one list of them
+// serves both ways, job to record and record to job.
+template <class To, class From>
+void copy_marks(To& to, const From& from)
+{
+    to.cap_w = from.cap_w;
+    to.suspended = from.suspended;
+    to.signalled_at = from.signalled_at;
+    to.changed_at = from.changed_at;
+    to.w_gpu_before = from.w_gpu_before;
+    to.curtailed_for = from.curtailed_for;
+    to.order = from.order;
+}
+
 std::string state_json(const State& s)
 {
-    json_object* root = json_object_new_object();
-    json_object_object_add(root, "schema", json_object_new_string("m2g.curtaild-state/v1"));
-    json_object_object_add(root, "last_restore", json_object_new_int64(s.plan.last_restore));
-    json_object_object_add(root, "next_order", json_object_new_int64(static_cast<int64_t>(s.plan.next_order)));
-    json_object* jobs = json_object_new_object();
+    using namespace m2g;
+    JsonPtr root = json_new_object();
+    json_add_string(root.get(), "schema", "m2g.curtaild-state/v1");
+    json_add_int(root.get(), "last_restore", s.plan.last_restore);
+    json_add_int(root.get(), "next_order", static_cast<int64_t>(s.plan.next_order));
+    JsonPtr jobs = json_new_object();
     for (const auto& [id, r] : s.jobs) {
-        json_object* j = json_object_new_object();
-        json_object_object_add(j, "cap_w", json_object_new_double(r.cap_w));
-        json_object_object_add(j, "suspended", json_object_new_boolean(r.suspended));
-        json_object_object_add(j, "signalled_at", json_object_new_int64(r.signalled_at));
-        json_object_object_add(j, "changed_at", json_object_new_int64(r.changed_at));
-        json_object_object_add(j, "w_gpu_before", json_object_new_double(r.w_gpu_before));
-        json_object_object_add(j, "curtailed_for", json_object_new_string(r.curtailed_for.c_str()));
-        json_object_object_add(j, "order", json_object_new_int64(static_cast<int64_t>(r.order)));
-        json_object_object_add(jobs, std::to_string(id).c_str(), j);
+        JsonPtr j = json_new_object();
+        json_add_double(j.get(), "cap_w", r.cap_w);
+        json_add_bool(j.get(), "suspended", r.suspended);
+        json_add_int(j.get(), "signalled_at", r.signalled_at);
+        json_add_int(j.get(), "changed_at", r.changed_at);
+        json_add_double(j.get(), "w_gpu_before", r.w_gpu_before);
+        json_add_string(j.get(), "curtailed_for", r.curtailed_for);
+        json_add_int(j.get(), "order", static_cast<int64_t>(r.order));
+        json_add_value(jobs.get(), std::to_string(id).c_str(), std::move(j));
     }
-    json_object_object_add(root, "jobs", jobs);
-    std::string out = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY) + std::string("\n");
-    json_object_put(root);
-    return out;
+    json_add_value(root.get(), "jobs", std::move(jobs));
+    return json_object_to_json_string_ext(root.get(), JSON_C_TO_STRING_PRETTY) + std::string("\n");
 }
 
 State read_state(const std::string& path)
@@ -460,16 +476,8 @@ class Controller {
             c.start_time = j.start_time;
             c.checkpoint_signal = j.warn_signal;
             c.checkpoint_batch_only = j.warn_batch_only;
-            if (rec != state_.jobs.end()) {
-                const Record& r = rec->second;
-                c.cap_w = r.cap_w;
-                c.suspended = r.suspended;
-                c.signalled_at = r.signalled_at;
-                c.changed_at = r.changed_at;
-                c.w_gpu_before = r.w_gpu_before;
-                c.curtailed_for = r.curtailed_for;
-                c.order = r.order;
-            }
+            if (rec != state_.jobs.end())
+                copy_marks(c, rec->second);
             jobs.push_back(c);
             views[j.id] = &j;
         }
@@ -503,14 +511,7 @@ class Controller {
             state_.jobs.erase(j.id);
             return;
         }
-        Record& r = state_.jobs[j.id];
-        r.cap_w = j.cap_w;
-        r.suspended = j.suspended;
-        r.signalled_at = j.signalled_at;
-        r.changed_at = j.changed_at;
-        r.w_gpu_before = j.w_gpu_before;
-        r.curtailed_for = j.curtailed_for;
-        r.order = j.order;
+        copy_marks(state_.jobs[j.id], j);
     }
 
     void save()
@@ -599,13 +600,8 @@ int main(int argc, char** argv)
     app.add_option("--agent-map", agent_map, "file of \"NODE URL\" lines overriding NodeAgentURL= (nodes sharing "
                                              "an address, e.g. test clusters)");
     app.add_flag("--once", once, "one pass, then exit");
-    app.set_version_flag("--version", std::string(kProg) + " " + PACKAGE_VERSION);
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        // Help and version exit 0; a usage error exits 2, as for m2g(1).
-        return app.exit(e) == 0 ? 0 : 2;
-    }
+    if (const std::optional<int> exit_now = m2g::parse_daemon_args(app, kProg, PACKAGE_VERSION, argc, argv))
+        return *exit_now;
     try {
         conf = m2g::resolve_conf_path(conf);
         struct sigaction sa {};

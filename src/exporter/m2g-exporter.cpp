@@ -535,13 +535,8 @@ int main(int argc, char** argv)
     app.add_flag("--once", once, "refresh once, print the metrics on standard output and exit (5 when Slurm "
                                  "could not be read)");
     app.add_flag("--list-metrics", list, "print every metric (name, type, labels, help) and exit");
-    app.set_version_flag("--version", std::string(kProg) + " " + PACKAGE_VERSION);
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        // Help and version exit 0; a usage error exits 2, as for m2g(1).
-        return app.exit(e) == 0 ? 0 : 2;
-    }
+    if (const std::optional<int> exit_now = m2g::parse_daemon_args(app, kProg, PACKAGE_VERSION, argc, argv))
+        return *exit_now;
 
     if (list) {
         list_metrics();

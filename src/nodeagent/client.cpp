@@ -185,12 +185,18 @@ struct Reader {
             bad(std::string("\"") + key + "\" is missing or not an array");
         return v;
     }
+    // `fn(element)` for every element of the array o[key].
+    template <class Fn>
+    void each(json_object* o, const char* key, Fn fn) const
+    {
+        json_object* list = array(o, key);
+        for (size_t i = 0; i < json_object_array_length(list); ++i)
+            fn(json_object_array_get_idx(list, i));
+    }
     std::vector<GpuLimit> gpus(json_object* o) const
     {
         std::vector<GpuLimit> out;
-        json_object* list = array(o, kKeyGpus);
-        for (size_t i = 0; i < json_object_array_length(list); ++i) {
-            json_object* g = json_object_array_get_idx(list, i);
+        each(o, kKeyGpus, [&](json_object* g) {
             GpuLimit l;
             l.index = static_cast<int>(integer(g, kKeyIndex));
             l.limit_w = number(g, kKeyLimitW);
@@ -199,7 +205,7 @@ struct Reader {
             l.min_limit_w = number(g, kKeyMinLimitW, false);
             l.max_limit_w = number(g, kKeyMaxLimitW, false);
             out.push_back(l);
-        }
+        });
         return out;
     }
 };
@@ -211,35 +217,41 @@ std::string where_of(const std::string& url, const char* method, const std::stri
     return std::string(kProg) + " " + base_of(url) + ": " + method + " " + path;
 }
 
+// PUT and DELETE on a job's cap answer the same document: the node and
+// the job it names, then what `rest(reader, document, result)` reads.
+template <class Result, class Rest>
+Result parse_cap_answer(const std::string& json, const std::string& where, Rest rest)
+{
+    const Reader rd{where};
+    Json o = rd.parse(json, kSchemaCap);
+    Result r;
+    r.node = rd.text(o.get(), kKeyNode);
+    r.job_id = static_cast<uint32_t>(rd.integer(o.get(), kKeyJob));
+    rest(rd, o.get(), r);
+    return r;
+}
+
 }  // namespace
 
 CapResult parse_cap_result(const std::string& json, const std::string& where)
 {
-    const Reader rd{where};
-    Json o = rd.parse(json, kSchemaCap);
-    CapResult r;
-    r.node = rd.text(o.get(), kKeyNode);
-    r.job_id = static_cast<uint32_t>(rd.integer(o.get(), kKeyJob));
-    r.requested_w = rd.number(o.get(), kKeyRequestedW);
-    r.limit_w = rd.number(o.get(), kKeyLimitW);
-    r.gpus = rd.gpus(o.get());
-    r.note = rd.text(o.get(), kKeyNote, false);
-    return r;
+    return parse_cap_answer<CapResult>(json, where, [](const Reader& rd, json_object* o, CapResult& r) {
+        r.requested_w = rd.number(o, kKeyRequestedW);
+        r.limit_w = rd.number(o, kKeyLimitW);
+        r.gpus = rd.gpus(o);
+        r.note = rd.text(o, kKeyNote, false);
+    });
 }
 
 ClearResult parse_clear_result(const std::string& json, const std::string& where)
 {
-    const Reader rd{where};
-    Json o = rd.parse(json, kSchemaCap);
-    ClearResult r;
-    r.node = rd.text(o.get(), kKeyNode);
-    r.job_id = static_cast<uint32_t>(rd.integer(o.get(), kKeyJob));
-    json_object* restored = member(o.get(), kKeyRestored);
-    if (!restored || !json_object_is_type(restored, json_type_boolean))
-        rd.bad("\"restored\" is missing or not true/false");
-    r.restored = json_object_get_boolean(restored);
-    r.gpus = rd.gpus(o.get());
-    return r;
+    return parse_cap_answer<ClearResult>(json, where, [](const Reader& rd, json_object* o, ClearResult& r) {
+        json_object* restored = member(o, kKeyRestored);
+        if (!restored || !json_object_is_type(restored, json_type_boolean))
+            rd.bad("\"restored\" is missing or not true/false");
+        r.restored = json_object_get_boolean(restored);
+        r.gpus = rd.gpus(o);
+    });
 }
 
 NodePower parse_node_power(const std::string& json, const std::string& where)
@@ -249,9 +261,7 @@ NodePower parse_node_power(const std::string& json, const std::string& where)
     NodePower p;
     p.node = rd.text(o.get(), kKeyNode);
     p.draw_w = rd.number(o.get(), kKeyDrawW);
-    json_object* list = rd.array(o.get(), kKeyGpus);
-    for (size_t i = 0; i < json_object_array_length(list); ++i) {
-        json_object* g = json_object_array_get_idx(list, i);
+    rd.each(o.get(), kKeyGpus, [&](json_object* g) {
         GpuPower gp;
         gp.index = static_cast<int>(rd.integer(g, kKeyIndex));
         gp.error = rd.text(g, kKeyError, false);
@@ -261,11 +271,10 @@ NodePower parse_node_power(const std::string& json, const std::string& where)
         gp.default_limit_w = rd.number(g, kKeyDefaultLimitW, need);
         gp.min_limit_w = rd.number(g, kKeyMinLimitW, need);
         gp.max_limit_w = rd.number(g, kKeyMaxLimitW, need);
-        json_object* jobs = rd.array(g, kKeyJobs);
-        for (size_t k = 0; k < json_object_array_length(jobs); ++k)
-            gp.jobs.push_back(static_cast<uint32_t>(json_object_get_int64(json_object_array_get_idx(jobs, k))));
+        rd.each(g, kKeyJobs,
+                [&](json_object* j) { gp.jobs.push_back(static_cast<uint32_t>(json_object_get_int64(j))); });
         p.gpus.push_back(gp);
-    }
+    });
     json_object* caps = member(o.get(), kKeyCaps);
     if (!caps || !json_object_is_type(caps, json_type_object))
         rd.bad("\"caps\" is missing or not an object");
@@ -279,9 +288,7 @@ NodePower parse_node_power(const std::string& json, const std::string& where)
         }
         c.limit_w = rd.number(val, kKeyLimitW);
         c.requested_w = rd.number(val, kKeyRequestedW, false);
-        json_object* gl = rd.array(val, kKeyGpus);
-        for (size_t k = 0; k < json_object_array_length(gl); ++k)
-            c.gpus.push_back(json_object_get_int(json_object_array_get_idx(gl, k)));
+        rd.each(val, kKeyGpus, [&](json_object* g) { c.gpus.push_back(json_object_get_int(g)); });
         p.caps.push_back(c);
     }
     std::sort(p.caps.begin(), p.caps.end(), [](const JobCap& a, const JobCap& b) { return a.job_id < b.job_id; });

@@ -85,13 +85,8 @@ int main(int argc, char** argv)
                    "seconds between reconcile ticks that end the caps of finished jobs (default " +
                        std::to_string(na::kDefaultReconcileSec) + ")")
         ->check(CLI::Range(1, 3600));
-    app.set_version_flag("--version", std::string(na::kProg) + " " + PACKAGE_VERSION);
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        // Help and version exit 0; a usage error exits 2, as for m2g(1).
-        return app.exit(e) == 0 ? 0 : 2;
-    }
+    if (const std::optional<int> exit_now = m2g::parse_daemon_args(app, na::kProg, PACKAGE_VERSION, argc, argv))
+        return *exit_now;
 
     try {
         const na::Listen where = na::parse_listen(listen);

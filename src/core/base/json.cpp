@@ -7,16 +7,22 @@
 
 namespace m2g {
 
-JsonPtr json_parse_object(const std::string& text, const std::string& what)
+JsonPtr json_parse(const std::string& text, const std::string& what, const std::string& expected)
 {
     json_tokener* tok = json_tokener_new();
     json_object* o = json_tokener_parse_ex(tok, text.c_str(), static_cast<int>(text.size()) + 1);
     const json_tokener_error err = json_tokener_get_error(tok);
     json_tokener_free(tok);
     if (!o || err != json_tokener_success)
-        throw ParseError(what + ": not JSON (" + json_tokener_error_desc(err) + ")");
-    JsonPtr j(o);
-    if (!json_object_is_type(o, json_type_object))
+        throw ParseError(what + ": not JSON (" + json_tokener_error_desc(err) + ")" +
+                         (expected.empty() ? "" : "; expected " + expected));
+    return JsonPtr(o);
+}
+
+JsonPtr json_parse_object(const std::string& text, const std::string& what)
+{
+    JsonPtr j = json_parse(text, what);
+    if (!json_object_is_type(j.get(), json_type_object))
         throw ParseError(what + ": expected a JSON object");
     return j;
 }

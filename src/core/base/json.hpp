@@ -18,6 +18,11 @@ struct JsonDeleter {
 };
 using JsonPtr = std::unique_ptr<json_object, JsonDeleter>;
 
+// `text` as one JSON value of any type. Throws ParseError
+// "<what>: not JSON (<json-c's reason>)", then "; expected <expected>" when
+// that is given.
+JsonPtr json_parse(const std::string& text, const std::string& what, const std::string& expected = "");
+
 // `text` as one JSON object. Throws ParseError "<what>: not JSON (...)" or
 // "<what>: expected a JSON object".
 JsonPtr json_parse_object(const std::string& text, const std::string& what);

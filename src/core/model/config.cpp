@@ -291,6 +291,18 @@ std::string single_name(const Line& line, const char* head)
     return v;
 }
 
+// What a DomainName=, SwitchName=, PartitionName= or FaultDomain= line
+// declares, as far as they all go: an item where the line stands, named by
+// its head's value.
+template <typename Spec>
+Spec named_item(const Line& line, const LineKind& kind)
+{
+    Spec item;
+    item.loc = line.loc;
+    item.name = single_name(line, kind.head);
+    return item;
+}
+
 }  // namespace
 
 ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
@@ -316,9 +328,7 @@ ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
             spec.nodes.push_back(std::move(n));
         } else if (head == lower(kw::kDomainName)) {
             Fields f(line, kDomainLine);
-            DomainSpec d;
-            d.loc = line.loc;
-            d.name = single_name(line, kw::kDomainName);
+            DomainSpec d = named_item<DomainSpec>(line, kDomainLine);
             if (!f.has(kw::kNodes))
                 throw ParseError(line.loc.str() + ": DomainName=" + d.name + " needs Nodes=<hostlist>");
             d.nodes = f.hostlist(kw::kNodes);
@@ -328,9 +338,7 @@ ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
             spec.domains.push_back(std::move(d));
         } else if (head == lower(kw::kSwitchName)) {
             Fields f(line, kSwitchLine);
-            SwitchSpec s;
-            s.loc = line.loc;
-            s.name = single_name(line, kw::kSwitchName);
+            SwitchSpec s = named_item<SwitchSpec>(line, kSwitchLine);
             s.level = lower(f.str(kw::kLevel));
             if (!s.level.empty() && !enum_from(kSwitchLevelNames, s.level))
                 throw ParseError(line.loc.str() + ": Level=" + f.str(kw::kLevel) +
@@ -346,9 +354,7 @@ ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
             spec.switches.push_back(std::move(s));
         } else if (head == lower(kw::kPartitionName)) {
             Fields f(line, kPartitionLine);
-            PartitionSpec p;
-            p.loc = line.loc;
-            p.name = single_name(line, kw::kPartitionName);
+            PartitionSpec p = named_item<PartitionSpec>(line, kPartitionLine);
             for (const PartitionSpec& prev : spec.partitions)
                 if (prev.name == p.name)
                     throw ParseError(line.loc.str() + ": PartitionName=" + p.name + " is already defined at " +
@@ -392,9 +398,7 @@ ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
                 cp.cap_floor_w = parse_watts(line.loc, kw::kCapFloorW, f.str(kw::kCapFloorW), "the global CapFloorW");
         } else if (head == lower(kw::kFaultDomain)) {
             Fields f(line, kFaultLine);
-            FaultDomainSpec fd;
-            fd.loc = line.loc;
-            fd.name = single_name(line, kw::kFaultDomain);
+            FaultDomainSpec fd = named_item<FaultDomainSpec>(line, kFaultLine);
             fd.type = lower(f.str(kw::kType));
             if (fd.type.empty())
                 throw ParseError(line.loc.str() + ": FaultDomain=" + fd.name + " needs Type=<" +

@@ -146,6 +146,18 @@ std::string export_slurm_block(const Model& m)
     return os.str();
 }
 
+namespace {
+
+// " Key=value" on an m2g.conf line for a number that is left out when not
+// set (0 or less).
+void put_number(std::ostream& os, const char* key, double v)
+{
+    if (v > 0)
+        os << " " << key << "=" << general(v, 10);
+}
+
+}  // namespace
+
 std::string write_m2g_conf(const Model& m)
 {
     std::ostringstream os;
@@ -170,8 +182,7 @@ std::string write_m2g_conf(const Model& m)
         os << kw::kNodeName << "=" << hostlist_compress(names) << " " << kw::kGpus << "=" << a.gpus;
         if (a.nics)
             os << " " << kw::kNics << "=" << a.nics;
-        if (a.nic_gbps > 0)
-            os << " " << kw::kNicGbps << "=" << general(a.nic_gbps, 10);
+        put_number(os, kw::kNicGbps, a.nic_gbps);
         os << "\n";
         i = j;
     }
@@ -180,10 +191,8 @@ std::string write_m2g_conf(const Model& m)
     for (const Domain& d : m.domains) {
         os << kw::kDomainName << "=" << d.name << " " << kw::kNodes << "=" << node_hostlist(m, d.nodes) << " "
            << kw::kSize << "=" << d.size;
-        if (d.nvlink_gbps > 0)
-            os << " " << kw::kNVLinkGbps << "=" << general(d.nvlink_gbps, 10);
-        if (d.power_budget_kw > 0)
-            os << " " << kw::kPowerBudgetKW << "=" << general(d.power_budget_kw, 10);
+        put_number(os, kw::kNVLinkGbps, d.nvlink_gbps);
+        put_number(os, kw::kPowerBudgetKW, d.power_budget_kw);
         os << "\n";
     }
     if (!m.switches.empty())
@@ -202,8 +211,7 @@ std::string write_m2g_conf(const Model& m)
         } else {
             os << " " << kw::kNodes << "=" << node_hostlist(m, s.nodes);
         }
-        if (s.link_gbps > 0)
-            os << " " << kw::kLinkGbps << "=" << general(s.link_gbps, 10);
+        put_number(os, kw::kLinkGbps, s.link_gbps);
         os << "\n";
     }
     if (!m.fault_domains.empty())
@@ -211,8 +219,7 @@ std::string write_m2g_conf(const Model& m)
     for (const FaultDomain& f : m.fault_domains) {
         os << kw::kFaultDomain << "=" << f.name << " " << kw::kType << "=" << f.type << " " << kw::kNodes << "="
            << node_hostlist(m, f.nodes);
-        if (f.power_budget_kw > 0)
-            os << " " << kw::kPowerBudgetKW << "=" << general(f.power_budget_kw, 10);
+        put_number(os, kw::kPowerBudgetKW, f.power_budget_kw);
         os << "\n";
     }
     return os.str();

@@ -18,6 +18,7 @@
 #include "core/model/config.hpp"
 #include "core/base/error.hpp"
 #include "core/base/hostlist.hpp"
+#include "core/base/json.hpp"
 #include "core/power/signals.hpp"
 #include "core/base/keys.hpp"
 #include "core/base/text.hpp"
@@ -124,6 +125,20 @@ class Reader {
         if (!v || !json_object_is_type(v, json_type_boolean))
             fail(join(path, key), "expected true or false");
         return json_object_get_boolean(v);
+    }
+    // `each(element, its path)` for every element of the array o[key] (none
+    // when it is absent or null), each of which must be an object.
+    template <class Each>
+    void objects(json_object* o, const char* key, const std::string& path, Each each) const
+    {
+        json_object* list = array(o, key, path);
+        for (size_t i = 0; list && i < json_object_array_length(list); ++i) {
+            const std::string ip = join(path, key) + "[" + std::to_string(i) + "]";
+            json_object* e = json_object_array_get_idx(list, i);
+            if (!json_object_is_type(e, json_type_object))
+                fail(ip, "expected an object");
+            each(e, ip);
+        }
     }
     SourceStatus source(json_object* o, const char* key) const
     {
@@ -420,14 +435,8 @@ std::string format_node_facts(const NodeFacts& f)
 
 NodeFacts parse_node_facts(const std::string& text, const std::string& file)
 {
-    json_tokener* tok = json_tokener_new();
-    json_object* raw = json_tokener_parse_ex(tok, text.c_str(), static_cast<int>(text.size()) + 1);
-    const json_tokener_error err = json_tokener_get_error(tok);
-    json_tokener_free(tok);
-    if (!raw || err != json_tokener_success)
-        throw ParseError(file + ": not JSON (" + json_tokener_error_desc(err) +
-                         "); expected the output of `m2g discover node --json`");
-    Json root(raw, json_object_put);
+    const JsonPtr root = json_parse(text, file, "the output of `m2g discover node --json`");
+    json_object* raw = root.get();
     Reader r(file);
     if (!json_object_is_type(raw, json_type_object))
         r.fail("", "expected an object (schema \"" + std::string(kNodeSchema) + "\")");
@@ -451,70 +460,52 @@ NodeFacts parse_node_facts(const std::string& text, const std::string& file)
         f.numa_nodes = static_cast<int>(r.integer(cpu, "numa_nodes", "cpu", 0, 0, 1 << 20));
         f.memory_bytes = static_cast<uint64_t>(r.integer(cpu, "memory_bytes", "cpu", 0, 0, INT64_MAX));
     }
-    if (json_object* gpus = r.array(raw, "gpus", "")) {
-        for (size_t i = 0; i < json_object_array_length(gpus); ++i) {
-            const std::string path = "gpus[" + std::to_string(i) + "]";
-            json_object* j = json_object_array_get_idx(gpus, i);
-            if (!json_object_is_type(j, json_type_object))
-                r.fail(path, "expected an object");
-            GpuFacts g;
-            g.index = static_cast<int>(r.integer(j, "index", path, -1, 0, 1 << 16));  // null: NVML did not list it
-            g.pci_bus_id = r.str(j, "pci_bus_id", path);
-            g.name = r.str(j, "name", path);
-            g.uuid = r.str(j, "uuid", path);
-            g.numa_node = static_cast<int>(r.integer(j, "numa_node", path, -1, 0, 1 << 20));
-            g.closest_nic = r.str(j, "closest_nic", path);
-            if (json_object* fab = r.object(j, "fabric", path, false)) {
-                const std::string fp = path + ".fabric";
-                g.fabric_known = r.get(fab, "known") ? r.boolean(fab, "known", fp) : true;
-                g.cluster_uuid = r.str(fab, "cluster_uuid", fp);
-                g.clique_id = static_cast<uint32_t>(r.integer(fab, "clique_id", fp, 0, 0, UINT32_MAX));
-                g.fabric_state = r.str(fab, "state", fp);
-                g.fabric_status = r.str(fab, "status", fp);
-            }
-            g.nvlinks = static_cast<int>(r.integer(j, "nvlinks", path, -1, 0, 1024));
-            g.nvlinks_active = static_cast<int>(r.integer(j, "nvlinks_active", path, -1, 0, 1024));
-            if (g.nvlinks >= 0 && g.nvlinks_active > g.nvlinks)
-                r.fail(path + ".nvlinks_active", std::to_string(g.nvlinks_active) + " is more than nvlinks (" +
-                                                     std::to_string(g.nvlinks) + ")");
-            g.nvlink_gbps = r.number(j, "nvlink_gbps", path);
-            f.gpus.push_back(std::move(g));
+    r.objects(raw, "gpus", "", [&](json_object* j, const std::string& path) {
+        GpuFacts g;
+        g.index = static_cast<int>(r.integer(j, "index", path, -1, 0, 1 << 16));  // null: NVML did not list it
+        g.pci_bus_id = r.str(j, "pci_bus_id", path);
+        g.name = r.str(j, "name", path);
+        g.uuid = r.str(j, "uuid", path);
+        g.numa_node = static_cast<int>(r.integer(j, "numa_node", path, -1, 0, 1 << 20));
+        g.closest_nic = r.str(j, "closest_nic", path);
+        if (json_object* fab = r.object(j, "fabric", path, false)) {
+            const std::string fp = path + ".fabric";
+            g.fabric_known = r.get(fab, "known") ? r.boolean(fab, "known", fp) : true;
+            g.cluster_uuid = r.str(fab, "cluster_uuid", fp);
+            g.clique_id = static_cast<uint32_t>(r.integer(fab, "clique_id", fp, 0, 0, UINT32_MAX));
+            g.fabric_state = r.str(fab, "state", fp);
+            g.fabric_status = r.str(fab, "status", fp);
         }
-    }
-    if (json_object* hcas = r.array(raw, "hcas", "")) {
-        for (size_t i = 0; i < json_object_array_length(hcas); ++i) {
-            const std::string path = "hcas[" + std::to_string(i) + "]";
-            json_object* j = json_object_array_get_idx(hcas, i);
-            if (!json_object_is_type(j, json_type_object))
-                r.fail(path, "expected an object");
-            HcaFacts h;
-            h.name = r.str(j, "name", path);
-            if (h.name.empty())
-                r.fail(path + ".name", "missing; expected the device name (e.g. mlx5_0)");
-            h.node_guid = r.str(j, "node_guid", path);
-            h.pci_bus_id = r.str(j, "pci_bus_id", path);
-            h.numa_node = static_cast<int>(r.integer(j, "numa_node", path, -1, 0, 1 << 20));
-            if (json_object* ports = r.array(j, "ports", path)) {
-                for (size_t k = 0; k < json_object_array_length(ports); ++k) {
-                    const std::string pp = path + ".ports[" + std::to_string(k) + "]";
-                    json_object* q = json_object_array_get_idx(ports, k);
-                    if (!json_object_is_type(q, json_type_object))
-                        r.fail(pp, "expected an object");
-                    PortFacts p;
-                    p.port = static_cast<int>(r.integer(q, "port", pp, 0, 1, 255));
-                    if (p.port == 0)
-                        r.fail(pp + ".port", "missing; expected the port number, 1 or more");
-                    p.state = r.str(q, "state", pp);
-                    p.link_layer = r.str(q, "link_layer", pp);
-                    p.rate_gbps = std::max(0.0, r.number(q, "rate_gbps", pp));
-                    p.gid = r.str(q, "gid", pp);
-                    p.lid = static_cast<uint16_t>(r.integer(q, "lid", pp, 0, 0, 65535));
-                    h.ports.push_back(std::move(p));
-                }
-            }
-            f.hcas.push_back(std::move(h));
-        }
-    }
+        g.nvlinks = static_cast<int>(r.integer(j, "nvlinks", path, -1, 0, 1024));
+        g.nvlinks_active = static_cast<int>(r.integer(j, "nvlinks_active", path, -1, 0, 1024));
+        if (g.nvlinks >= 0 && g.nvlinks_active > g.nvlinks)
+            r.fail(path + ".nvlinks_active", std::to_string(g.nvlinks_active) + " is more than nvlinks (" +
+                                                 std::to_string(g.nvlinks) + ")");
+        g.nvlink_gbps = r.number(j, "nvlink_gbps", path);
+        f.gpus.push_back(std::move(g));
+    });
+    r.objects(raw, "hcas", "", [&](json_object* j, const std::string& path) {
+        HcaFacts h;
+        h.name = r.str(j, "name", path);
+        if (h.name.empty())
+            r.fail(path + ".name", "missing; expected the device name (e.g. mlx5_0)");
+        h.node_guid = r.str(j, "node_guid", path);
+        h.pci_bus_id = r.str(j, "pci_bus_id", path);
+        h.numa_node = static_cast<int>(r.integer(j, "numa_node", path, -1, 0, 1 << 20));
+        r.objects(j, "ports", path, [&](json_object* q, const std::string& pp) {
+            PortFacts p;
+            p.port = static_cast<int>(r.integer(q, "port", pp, 0, 1, 255));
+            if (p.port == 0)
+                r.fail(pp + ".port", "missing; expected the port number, 1 or more");
+            p.state = r.str(q, "state", pp);
+            p.link_layer = r.str(q, "link_layer", pp);
+            p.rate_gbps = std::max(0.0, r.number(q, "rate_gbps", pp));
+            p.gid = r.str(q, "gid", pp);
+            p.lid = static_cast<uint16_t>(r.integer(q, "lid", pp, 0, 0, 65535));
+            h.ports.push_back(std::move(p));
+        });
+        f.hcas.push_back(std::move(h));
+    });
     return f;
 }
 

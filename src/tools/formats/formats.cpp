@@ -28,43 +28,45 @@ const char* kGenerated =
 bool is_alnum_lower(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 bool is_alnum(char c) { return is_alnum_lower(c) || (c >= 'A' && c <= 'Z'); }
 
+// One of Kubernetes' name rules: at most `max` characters, each an `end`
+// character or one of `inner`, starting and ending with an `end` one.
+struct NameRule {
+    size_t max;
+    bool (*end)(char);
+    std::string_view inner;
+    const char* accepted;  // the characters, for the message
+    const char* ends;      // the first and last, for the message
+};
+
 // RFC 1123 subdomain, as Kubernetes checks metadata.name of most objects
 // (Node, Topology, HyperNode): at most 253 characters of lower-case
 // letters, digits, '-' and '.', starting and ending alphanumeric.
-std::string dns_subdomain_problem(std::string_view s)
-{
-    if (s.empty())
-        return "is empty";
-    if (s.size() > 253)
-        return "is longer than 253 characters";
-    for (char c : s)
-        if (!is_alnum_lower(c) && c != '-' && c != '.')
-            return std::string("has '") + c + "'; only lower-case letters, digits, '-' and '.' are accepted";
-    if (!is_alnum_lower(s.front()) || !is_alnum_lower(s.back()))
-        return "must start and end with a lower-case letter or digit";
-    return "";
-}
+const NameRule kDnsSubdomain{253, is_alnum_lower, "-.", "lower-case letters, digits, '-' and '.'",
+                             "a lower-case letter or digit"};
 
 // A label value: at most 63 characters, alphanumerics with '-', '_' and '.'
 // inside, starting and ending alphanumeric (empty is allowed but m2g never
 // writes an empty one).
-std::string label_value_problem(std::string_view s)
+const NameRule kLabelValue{63, is_alnum, "-_.", "letters, digits, '-', '_' and '.'", "a letter or digit"};
+
+// What keeps `s` from following `r` ("is empty", "has ' '; ..."), "" when nothing.
+std::string name_problem(std::string_view s, const NameRule& r)
 {
     if (s.empty())
         return "is empty";
-    if (s.size() > 63)
-        return "is longer than 63 characters";
+    if (s.size() > r.max)
+        return "is longer than " + std::to_string(r.max) + " characters";
     for (char c : s)
-        if (!is_alnum(c) && c != '-' && c != '_' && c != '.')
-            return std::string("has '") + c + "'; only letters, digits, '-', '_' and '.' are accepted";
-    if (!is_alnum(s.front()) || !is_alnum(s.back()))
-        return "must start and end with a letter or digit";
+        if (!r.end(c) && r.inner.find(c) == std::string_view::npos)
+            return std::string("has '") + c + "'; only " + r.accepted + " are accepted";
+    if (!r.end(s.front()) || !r.end(s.back()))
+        return std::string("must start and end with ") + r.ends;
     return "";
 }
 
 void check_object_name(std::string_view what, std::string_view name, std::string_view kind)
 {
-    std::string p = dns_subdomain_problem(name);
+    std::string p = name_problem(name, kDnsSubdomain);
     if (!p.empty())
         throw ValidationError(std::string(what) + " '" + std::string(name) + "' cannot name a Kubernetes " +
                               std::string(kind) + ": it " + p + " (RFC 1123 subdomain); rename it in m2g.conf");
@@ -72,7 +74,7 @@ void check_object_name(std::string_view what, std::string_view name, std::string
 
 void check_label_value(std::string_view what, std::string_view value, std::string_view key)
 {
-    std::string p = label_value_problem(value);
+    std::string p = name_problem(value, kLabelValue);
     if (!p.empty())
         throw ValidationError(std::string(what) + " '" + std::string(value) + "' cannot be the value of label " +
                               std::string(key) + ": it " + p + "; rename it in m2g.conf");
@@ -237,6 +239,32 @@ YAML::Node load_yaml(std::string_view text, const std::string& file)
     }
 }
 
+// The entries of a tree's switches or a block's blocks (`kind` "tree",
+// `list` "switches", `item` "switch"; "block", "blocks", "block"): each a
+// map named by `item`, read as a SlurmSwitchDecl where it stands with that
+// name; `rest(entry, where, decl)` reads what else the entry holds.
+template <class Rest>
+std::vector<SlurmSwitchDecl> read_entries(const YAML::Node& chosen, const std::string& file, const std::string& tname,
+                                          const char* kind, const char* list, const char* item, Rest rest)
+{
+    const YAML::Node entries = chosen[kind][list];
+    const std::string where = loc_of(chosen[kind], file).str();
+    if (!entries || !entries.IsSequence())
+        throw ParseError(where + ": topology " + tname + ": '" + kind + "' needs a '" + list + "' list");
+    std::vector<SlurmSwitchDecl> decls;
+    for (const auto& e : entries) {
+        const std::string w = loc_of(e, file).str();
+        if (!e.IsMap() || !e[item])
+            throw ParseError(w + ": each " + item + " needs '" + item + ": NAME'");
+        SlurmSwitchDecl d;
+        d.loc = loc_of(e, file);
+        d.name = scalar(e[item], w, item);
+        rest(e, w, d);
+        decls.push_back(std::move(d));
+    }
+    return decls;
+}
+
 }  // namespace
 
 ConfigSpec import_slurm_yaml(std::string_view text, const std::string& file, const SlurmYamlImportOptions& opts)
@@ -284,45 +312,27 @@ ConfigSpec import_slurm_yaml(std::string_view text, const std::string& file, con
     const std::string tname = chosen["topology"].as<std::string>();
     std::vector<SlurmSwitchDecl> decls;
     if (chosen["tree"]) {
-        const YAML::Node sws = chosen["tree"]["switches"];
-        const std::string where = loc_of(chosen["tree"], file).str();
-        if (!sws || !sws.IsSequence())
-            throw ParseError(where + ": topology " + tname + ": 'tree' needs a 'switches' list");
-        for (const auto& s : sws) {
-            const std::string w = loc_of(s, file).str();
-            if (!s.IsMap() || !s["switch"])
-                throw ParseError(w + ": each switch needs 'switch: NAME'");
-            SlurmSwitchDecl d;
-            d.loc = loc_of(s, file);
-            d.name = scalar(s["switch"], w, "switch");
-            if (d.name.size() > 64)
-                throw ParseError(w + ": switch name '" + d.name + "' is longer than 64 characters (Slurm's limit)");
-            if (static_cast<bool>(s["children"]) == static_cast<bool>(s["nodes"]))
-                throw ParseError(w + ": switch " + d.name + " needs exactly one of 'children' or 'nodes'");
-            if (s["children"])
-                d.switches = names_at(s["children"], w, "children");
-            else
-                d.nodes = names_at(s["nodes"], w, "nodes");
-            decls.push_back(std::move(d));
-        }
+        decls = read_entries(chosen, file, tname, "tree", "switches", "switch",
+                             [](const YAML::Node& s, const std::string& w, SlurmSwitchDecl& d) {
+                                 if (d.name.size() > 64)
+                                     throw ParseError(w + ": switch name '" + d.name +
+                                                      "' is longer than 64 characters (Slurm's limit)");
+                                 if (static_cast<bool>(s["children"]) == static_cast<bool>(s["nodes"]))
+                                     throw ParseError(w + ": switch " + d.name +
+                                                      " needs exactly one of 'children' or 'nodes'");
+                                 if (s["children"])
+                                     d.switches = names_at(s["children"], w, "children");
+                                 else
+                                     d.nodes = names_at(s["nodes"], w, "nodes");
+                             });
     } else if (chosen["block"]) {
-        const YAML::Node bls = chosen["block"]["blocks"];
-        const std::string where = loc_of(chosen["block"], file).str();
-        if (!bls || !bls.IsSequence())
-            throw ParseError(where + ": topology " + tname + ": 'block' needs a 'blocks' list");
-        for (const auto& b : bls) {
-            const std::string w = loc_of(b, file).str();
-            if (!b.IsMap() || !b["block"])
-                throw ParseError(w + ": each block needs 'block: NAME'");
-            SlurmSwitchDecl d;
-            d.loc = loc_of(b, file);
-            d.name = scalar(b["block"], w, "block");
-            if (!b["nodes"])
-                throw ParseError(w + ": block " + d.name + " has no 'nodes'");
-            d.nodes = names_at(b["nodes"], w, "nodes");
-            d.is_block = true;
-            decls.push_back(std::move(d));
-        }
+        decls = read_entries(chosen, file, tname, "block", "blocks", "block",
+                             [](const YAML::Node& b, const std::string& w, SlurmSwitchDecl& d) {
+                                 if (!b["nodes"])
+                                     throw ParseError(w + ": block " + d.name + " has no 'nodes'");
+                                 d.nodes = names_at(b["nodes"], w, "nodes");
+                                 d.is_block = true;
+                             });
     } else {
         throw ParseError(loc_of(chosen, file).str() + ": topology " + tname +
                          " is not a tree or block topology; m2g imports those");
@@ -421,19 +431,33 @@ std::string levels_yaml(const Model& m, const ExportOptions& opts)
     return os.str();
 }
 
+// Kueue's and KAI's Topology object: its name (checked), and the object
+// with m2g's levels, under `api_version`.
+std::string topology_name(const Model& m, const ExportOptions& opts)
+{
+    const std::string name = base_name(m, opts);
+    check_object_name("topology name", name, "Topology");
+    return name;
+}
+
+std::string topology_yaml(const Model& m, const ExportOptions& opts, const char* api_version, const std::string& name)
+{
+    return std::string("---\napiVersion: ") + api_version + "\nkind: Topology\nmetadata:\n  name: " + q(name) +
+           "\nspec:\n" + levels_yaml(m, opts);
+}
+
+const char* const kNeedsLevelLabels = "# The nodes need the level labels: m2g topology export --format=labels.\n";
+
 }  // namespace
 
 std::string export_kueue(const Model& m, const ExportOptions& opts)
 {
-    const std::string name = base_name(m, opts);
-    check_object_name("topology name", name, "Topology");
+    const std::string name = topology_name(m, opts);
     std::ostringstream os;
-    os << header(m, "Kueue topology-aware scheduling: Topology and a ResourceFlavor using it")
-       << "# The nodes need the level labels: m2g topology export --format=labels.\n"
+    os << header(m, "Kueue topology-aware scheduling: Topology and a ResourceFlavor using it") << kNeedsLevelLabels
        << "# The ResourceFlavor selects the nodes the labels export marks with " << kw::kK8sLabelM2gCluster << ".\n"
-       << missing_levels_note(m, opts, "Kueue")
-       << "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Topology\nmetadata:\n  name: " << q(name) << "\nspec:\n"
-       << levels_yaml(m, opts) << "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: "
+       << missing_levels_note(m, opts, "Kueue") << topology_yaml(m, opts, "kueue.x-k8s.io/v1beta2", name)
+       << "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: "
        << q(name) << "\nspec:\n  nodeLabels:\n    " << kw::kK8sLabelM2gCluster << ": " << q(cluster_label(m))
        << "\n  topologyName: " << q(name) << "\n";
     return os.str();
@@ -441,14 +465,10 @@ std::string export_kueue(const Model& m, const ExportOptions& opts)
 
 std::string export_kai(const Model& m, const ExportOptions& opts)
 {
-    const std::string name = base_name(m, opts);
-    check_object_name("topology name", name, "Topology");
+    const std::string name = topology_name(m, opts);
     std::ostringstream os;
-    os << header(m, "KAI Scheduler Topology")
-       << "# The nodes need the level labels: m2g topology export --format=labels.\n"
-       << missing_levels_note(m, opts, "KAI")
-       << "---\napiVersion: kai.scheduler/v1alpha1\nkind: Topology\nmetadata:\n  name: " << q(name) << "\nspec:\n"
-       << levels_yaml(m, opts);
+    os << header(m, "KAI Scheduler Topology") << kNeedsLevelLabels << missing_levels_note(m, opts, "KAI")
+       << topology_yaml(m, opts, "kai.scheduler/v1alpha1", name);
     return os.str();
 }
 

@@ -90,6 +90,37 @@ int64_t rfc3339(const std::string& text, const std::string& what)
     return static_cast<int64_t>(timegm(&tm));
 }
 
+// A v1 object's metadata: its name (ParseError naming `kind` when there is
+// none), its namespace when `ns` asks for it, labels and annotations.
+template <class Object>
+json_object* read_metadata(json_object* o, const std::string& what, const char* kind, Object& out,
+                           std::string* ns = nullptr)
+{
+    json_object* meta = member(o, "metadata");
+    out.name = string_at(meta, "name", what, "metadata.");
+    if (out.name.empty())
+        throw ParseError(what + ": metadata.name: missing; expected a v1 " + kind);
+    if (ns)
+        *ns = string_at(meta, "namespace", what, "metadata.");
+    out.labels = string_map(meta, "labels", what, "metadata.");
+    out.annotations = string_map(meta, "annotations", what, "metadata.");
+    return meta;
+}
+
+// `each(element, "<path><key>[i].")` for every element of the array
+// o[key] (none when it is absent); ParseError when it is not an array.
+template <class Each>
+void each_element(json_object* o, const char* key, const std::string& what, const std::string& path, Each each)
+{
+    json_object* list = member(o, key);
+    if (!list)
+        return;
+    if (!json_object_is_type(list, json_type_array))
+        throw ParseError(what + ": " + path + key + ": expected an array");
+    for (size_t i = 0; i < json_object_array_length(list); ++i)
+        each(json_object_array_get_idx(list, i), path + key + "[" + std::to_string(i) + "].");
+}
+
 }  // namespace
 
 K8sNode parse_k8s_node(const std::string& json, const std::string& what)
@@ -97,36 +128,19 @@ K8sNode parse_k8s_node(const std::string& json, const std::string& what)
     Json root = parse_json(json, what);
     json_object* o = root.get();
     K8sNode n;
-    json_object* meta = member(o, "metadata");
-    n.name = string_at(meta, "name", what, "metadata.");
-    if (n.name.empty())
-        throw ParseError(what + ": metadata.name: missing; expected a v1 Node");
-    n.labels = string_map(meta, "labels", what, "metadata.");
-    n.annotations = string_map(meta, "annotations", what, "metadata.");
+    read_metadata(o, what, "Node", n);
     json_object* spec = member(o, "spec");
     if (json_object* u = member(spec, "unschedulable"))
         n.unschedulable = json_object_get_boolean(u);
-    if (json_object* taints = member(spec, "taints")) {
-        if (!json_object_is_type(taints, json_type_array))
-            throw ParseError(what + ": spec.taints: expected an array");
-        for (size_t i = 0; i < json_object_array_length(taints); ++i) {
-            json_object* t = json_object_array_get_idx(taints, i);
-            const std::string p = "spec.taints[" + std::to_string(i) + "].";
-            n.taints.push_back({string_at(t, "key", what, p), string_at(t, "value", what, p),
-                                string_at(t, "effect", what, p)});
-        }
-    }
+    each_element(spec, "taints", what, "spec.", [&](json_object* t, const std::string& p) {
+        n.taints.push_back({string_at(t, "key", what, p), string_at(t, "value", what, p),
+                            string_at(t, "effect", what, p)});
+    });
     json_object* status = member(o, "status");
-    if (json_object* conds = member(status, "conditions")) {
-        if (!json_object_is_type(conds, json_type_array))
-            throw ParseError(what + ": status.conditions: expected an array");
-        for (size_t i = 0; i < json_object_array_length(conds); ++i) {
-            json_object* c = json_object_array_get_idx(conds, i);
-            const std::string p = "status.conditions[" + std::to_string(i) + "].";
-            n.conditions.push_back({string_at(c, "type", what, p), string_at(c, "status", what, p),
-                                    string_at(c, "reason", what, p), string_at(c, "message", what, p)});
-        }
-    }
+    each_element(status, "conditions", what, "status.", [&](json_object* c, const std::string& p) {
+        n.conditions.push_back({string_at(c, "type", what, p), string_at(c, "status", what, p),
+                                string_at(c, "reason", what, p), string_at(c, "message", what, p)});
+    });
     for (const char* field : {"allocatable", "capacity"}) {
         const auto res = string_map(status, field, what, "status.");
         auto it = res.find("nvidia.com/gpu");
@@ -143,13 +157,7 @@ K8sPod parse_k8s_pod(const std::string& json, const std::string& what)
     Json root = parse_json(json, what);
     json_object* o = root.get();
     K8sPod p;
-    json_object* meta = member(o, "metadata");
-    p.name = string_at(meta, "name", what, "metadata.");
-    if (p.name.empty())
-        throw ParseError(what + ": metadata.name: missing; expected a v1 Pod");
-    p.ns = string_at(meta, "namespace", what, "metadata.");
-    p.labels = string_map(meta, "labels", what, "metadata.");
-    p.annotations = string_map(meta, "annotations", what, "metadata.");
+    json_object* meta = read_metadata(o, what, "Pod", p, &p.ns);
     json_object* spec = member(o, "spec");
     p.node_name = string_at(spec, "nodeName", what, "spec.");
     p.hostname = string_at(spec, "hostname", what, "spec.");

@@ -1,10 +1,23 @@
 #include "tools/net/daemon.hpp"
 
+#include <CLI/CLI.hpp>
 #include <pthread.h>
 
 #include <utility>
 
 namespace m2g {
+
+std::optional<int> parse_daemon_args(CLI::App& app, const char* prog, const char* version, int argc, char** argv)
+{
+    app.set_version_flag("--version", std::string(prog) + " " + version);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // Help and version exit 0; a usage error exits 2, as for m2g(1).
+        return app.exit(e) == 0 ? 0 : 2;
+    }
+    return std::nullopt;
+}
 
 StopSignals::StopSignals()
 {
