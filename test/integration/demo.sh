@@ -9,6 +9,10 @@ SRC=${M2G_SRCDIR:?}
 OUT=$TB_TMP/demo.out
 # Its own base, outside lib.sh's testbed slots, and stopped at the end.
 rc=0
+# The EXIT trap stops it if the demo left it running, and removes its
+# directory when every test passed (kept for a look when one failed), so
+# the next run finds no leftovers.
+TB_DIR=/tmp/m2g-testbed-32000 _TB_RUNNING=1
 M2G_TESTBED_BASE=32000 "$SRC/contrib/m2g-demo" --down >"$OUT" 2>&1 || rc=$?
 is "$rc" 0 "contrib/m2g-demo --down exits 0"
 [[ $rc == 0 ]] || sed 's/^/#   /' "$OUT" | tail -40

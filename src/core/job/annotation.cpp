@@ -16,6 +16,20 @@
 
 namespace m2g {
 
+std::string one_line(std::string_view text)
+{
+    std::string out(text);
+    for (char& c : out) {
+        if (c == ']')
+            c = ')';
+        else if (c == ';')
+            c = ',';
+        else if (c == '\n' || c == '\r' || c == '\t')
+            c = ' ';
+    }
+    return out;
+}
+
 namespace {
 
 // ---- the segment ----------------------------------------------------------------
@@ -68,20 +82,10 @@ Segment split(std::string_view comment)
     return seg;
 }
 
-// One line that cannot end the segment or a part: ']' and ';' become ')'
-// and ',', line breaks and tabs spaces.
+// one_line(), trimmed.
 std::string clean(std::string_view text)
 {
-    std::string out(text);
-    for (char& c : out) {
-        if (c == ']')
-            c = ')';
-        else if (c == ';')
-            c = ',';
-        else if (c == '\n' || c == '\r' || c == '\t')
-            c = ' ';
-    }
-    return trim(out);
+    return trim(one_line(text));
 }
 
 // ---- the parts' words -------------------------------------------------------------
@@ -530,6 +534,21 @@ std::string format(const AdmissionAnnotation& a)
     return clean(out);
 }
 
+namespace {
+
+// The words of an admission or curtail part after its optional
+// "monitor would " (which sets `monitor`); `text` loses the prefix.
+std::vector<Word> monitor_and_words(std::string_view& text, bool& monitor)
+{
+    if (starts_with(text, kMonitor)) {
+        monitor = true;
+        text.remove_prefix(kMonitor.size());
+    }
+    return words(text);
+}
+
+}  // namespace
+
 AdmissionAnnotation parse_admission(std::string_view text)
 {
     AdmissionAnnotation a;
@@ -542,16 +561,10 @@ AdmissionAnnotation parse_admission(std::string_view text)
             text.remove_prefix(colon + 2);
         }
     }
-    if (starts_with(text, kMonitor)) {
-        a.monitor = true;
-        text.remove_prefix(kMonitor.size());
-    }
-    const std::vector<Word> ws = words(text);
+    const std::vector<Word> ws = monitor_and_words(text, a.monitor);
     if (ws.empty())
         return a;
-    size_t from = 0;
-    if ((a.verdict = verdict_from(ws[0].text)))
-        from = 1;
+    const size_t from = (a.verdict = verdict_from(ws[0].text)) ? 1 : 0;
     static const std::vector<Key> keys{{kClass, false, {}},
                                        {kWGpu, false, {}},
                                        {kDefer, false, {}},
@@ -633,16 +646,10 @@ CurtailAnnotation parse_curtail(std::string_view text)
     CurtailAnnotation c;
     while (!text.empty() && text.front() == ' ')
         text.remove_prefix(1);
-    if (starts_with(text, kMonitor)) {
-        c.monitor = true;
-        text.remove_prefix(kMonitor.size());
-    }
-    const std::vector<Word> ws = words(text);
+    const std::vector<Word> ws = monitor_and_words(text, c.monitor);
     if (ws.empty())
         return c;
-    size_t from = 0;
-    if ((c.step = curtail_step_from(ws[0].text)))
-        from = 1;
+    const size_t from = (c.step = curtail_step_from(ws[0].text)) ? 1 : 0;
     static const std::vector<Key> keys{
         {kWGpu, false, {}}, {kCause, false, {}}, {kScope, false, {}}, {kAt, false, {}}};
     const Fields f = fields(text, ws, from, keys);

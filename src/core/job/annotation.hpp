@@ -209,6 +209,11 @@ enum class AnnotationPart { Placement, Admission, Curtail };
 // back strictly, so m2g must not add to it.
 bool foreign_structured(std::string_view comment);
 
+// `text` as one line that cannot end the segment or a part: ']' and ';'
+// become ')' and ',', line breaks and tabs spaces (admission's reasons are
+// written through it before they reach a part).
+std::string one_line(std::string_view text);
+
 // `comment` with `part` of the m2g segment set to `text` (empty: removed;
 // the segment goes when both parts are empty). ']' and ';' in `text` are
 // replaced by ')' and ',' so the segment stays parseable. A comment that

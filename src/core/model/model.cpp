@@ -35,22 +35,29 @@ int Model::total_gpus() const
     return n;
 }
 
-std::vector<int> Model::roots() const
+namespace {
+
+// The indices of the items (switches or domains) that have no parent.
+template <class T>
+std::vector<int> parentless(const std::vector<T>& items)
 {
     std::vector<int> out;
-    for (size_t i = 0; i < switches.size(); ++i)
-        if (switches[i].parent == kNone)
+    for (size_t i = 0; i < items.size(); ++i)
+        if (items[i].parent == kNone)
             out.push_back(static_cast<int>(i));
     return out;
 }
 
+}  // namespace
+
+std::vector<int> Model::roots() const
+{
+    return parentless(switches);
+}
+
 std::vector<int> Model::unattached_domains() const
 {
-    std::vector<int> out;
-    for (size_t i = 0; i < domains.size(); ++i)
-        if (domains[i].parent == kNone)
-            out.push_back(static_cast<int>(i));
-    return out;
+    return parentless(domains);
 }
 
 std::vector<int> Model::nodes_in_rank_order() const

@@ -186,22 +186,6 @@ int Pacer::gpus_in_interval(const AdmissionPolicy& p, int64_t now) const
 
 namespace {
 
-
-// AdminComment-safe: one line, no ';' or ']'.
-std::string one_line(std::string s)
-{
-    for (char& c : s) {
-        if (c == ';')
-            c = ',';
-        else if (c == ']')
-            c = ')';
-        else if (c == '\n' || c == '\r' || c == '\t')
-            c = ' ';
-    }
-    return s;
-}
-
-
 std::string class_name(WorkloadClass c)
 {
     return c == WorkloadClass::Unset ? "none" : to_string(c);
@@ -232,28 +216,34 @@ std::string event_desc(const CurtailmentEvent& e)
     return "(" + scope + " " + cut + ")";
 }
 
-// Who is privileged, and by which key: "account ops (PrivilegedAccounts=)".
-std::string privileged_by(const AdmissionPolicy& p, const AdmissionRequest& r)
+// Whether the job's account or one of its groups is listed, and by which
+// key: "account ops (PrivilegedAccounts=)", "group gpu (DeferExemptGroups=)";
+// "" when neither is.
+std::string listed_by(const AdmissionRequest& r, const std::vector<std::string>& accounts, const char* accounts_key,
+                      const std::vector<std::string>& groups, const char* groups_key)
 {
-    const auto& acc = p.privileged_accounts;
-    if (!r.account.empty() && std::find(acc.begin(), acc.end(), r.account) != acc.end())
-        return "account " + r.account + " (" + kw::kPrivilegedAccounts + "=)";
+    auto has = [](const std::vector<std::string>& v, const std::string& x) {
+        return std::find(v.begin(), v.end(), x) != v.end();
+    };
+    if (!r.account.empty() && has(accounts, r.account))
+        return "account " + r.account + " (" + accounts_key + "=)";
     for (const std::string& g : r.groups)
-        if (std::find(p.privileged_groups.begin(), p.privileged_groups.end(), g) != p.privileged_groups.end())
-            return "group " + g + " (" + kw::kPrivilegedGroups + "=)";
+        if (has(groups, g))
+            return "group " + g + " (" + groups_key + "=)";
     return "";
 }
 
-// Who is exempt from deferral, and by which key; "" nobody.
+// Who is privileged (PrivilegedAccounts=, PrivilegedGroups=).
+std::string privileged_by(const AdmissionPolicy& p, const AdmissionRequest& r)
+{
+    return listed_by(r, p.privileged_accounts, kw::kPrivilegedAccounts, p.privileged_groups, kw::kPrivilegedGroups);
+}
+
+// Who is exempt from deferral (DeferExemptAccounts=, DeferExemptGroups=).
 std::string exempt_by(const AdmissionPolicy& p, const AdmissionRequest& r)
 {
-    const auto& acc = p.defer_exempt_accounts;
-    if (!r.account.empty() && std::find(acc.begin(), acc.end(), r.account) != acc.end())
-        return "account " + r.account + " (" + kw::kDeferExemptAccounts + "=)";
-    for (const std::string& g : r.groups)
-        if (std::find(p.defer_exempt_groups.begin(), p.defer_exempt_groups.end(), g) != p.defer_exempt_groups.end())
-            return "group " + g + " (" + kw::kDeferExemptGroups + "=)";
-    return "";
+    return listed_by(r, p.defer_exempt_accounts, kw::kDeferExemptAccounts, p.defer_exempt_groups,
+                     kw::kDeferExemptGroups);
 }
 
 bool exempt(const AdmissionPolicy& p, const AdmissionRequest& r) { return !exempt_by(p, r).empty(); }

@@ -116,6 +116,14 @@ class FeedParser {
     PowerReading reading(json_object* v, const std::string& path) const;
     void power(json_object* v, Signals& s) const;
     void thermal(json_object* v, Signals& s) const;
+    // The array `v` at `path` of objects with an id, a start and an end
+    // (events, maintenance windows): each item checked against `keys`,
+    // id, start and end required, ids unique, end after start; then
+    // `item(object, its path, id, start, end)`. `noun` names one item in
+    // messages ("event"), `item_desc` what an item must be.
+    template <class F>
+    void timed_items(json_object* v, const std::string& path, const char* noun, const char* item_desc,
+                     std::initializer_list<const char*> keys, F&& item) const;
     void events(json_object* v, Signals& s) const;
     void maintenance(json_object* v, Signals& s) const;
     void health(json_object* v, Signals& s) const;
@@ -319,30 +327,43 @@ void FeedParser::thermal(json_object* v, Signals& s) const
     }
 }
 
-void FeedParser::events(json_object* v, Signals& s) const
+template <class F>
+void FeedParser::timed_items(json_object* v, const std::string& path, const char* noun, const char* item_desc,
+                             std::initializer_list<const char*> keys, F&& item) const
 {
-    const std::string path = kw::kSigEvents;
     if (!json_object_is_type(v, json_type_array))
-        expected(path, "an array of events", v);
+        expected(path, std::string("an array of ") + noun + "s", v);
     std::map<std::string, size_t> ids;
     const size_t n = json_object_array_length(v);
     for (size_t i = 0; i < n; ++i) {
         const std::string p = index(path, i);
-        json_object* e = json_object_array_get_idx(v, i);
-        object(e, p, "an event object with id, start, end, curtail_pct or curtail_kw, scope");
-        check_keys(e, p, {kw::kSigId, kw::kSigStart, kw::kSigEnd, kw::kSigCurtailPct, kw::kSigCurtailKW, kw::kSigScope});
-        CurtailmentEvent ev;
+        json_object* o = json_object_array_get_idx(v, i);
+        object(o, p, item_desc);
+        check_keys(o, p, keys);
         for (const char* req : {kw::kSigId, kw::kSigStart, kw::kSigEnd})
-            if (!get(e, req))
-                fail(at(p, req), "missing; every event needs id, start and end");
-        ev.id = string_value(get(e, kw::kSigId), at(p, kw::kSigId), true);
-        if (auto [it, fresh] = ids.emplace(ev.id, i); !fresh)
-            fail(at(p, kw::kSigId), "duplicate event id \"" + ev.id + "\" (also events[" +
+            if (!get(o, req))
+                fail(at(p, req), std::string("missing; every ") + noun + " needs id, start and end");
+        const std::string id = string_value(get(o, kw::kSigId), at(p, kw::kSigId), true);
+        if (auto [it, fresh] = ids.emplace(id, i); !fresh)
+            fail(at(p, kw::kSigId), "duplicate " + std::string(noun).substr(0, std::string(noun).find(' ')) + " id \"" + id + "\" (also " + path + "[" +
                                          std::to_string(it->second) + "]); ids must be unique");
-        ev.start = time_value(get(e, kw::kSigStart), at(p, kw::kSigStart));
-        ev.end = time_value(get(e, kw::kSigEnd), at(p, kw::kSigEnd));
-        if (ev.end <= ev.start)
-            fail(at(p, kw::kSigEnd), format_utc(ev.end) + " is not after start " + format_utc(ev.start));
+        const int64_t start = time_value(get(o, kw::kSigStart), at(p, kw::kSigStart));
+        const int64_t end = time_value(get(o, kw::kSigEnd), at(p, kw::kSigEnd));
+        if (end <= start)
+            fail(at(p, kw::kSigEnd), format_utc(end) + " is not after start " + format_utc(start));
+        item(o, p, id, start, end);
+    }
+}
+
+void FeedParser::events(json_object* v, Signals& s) const
+{
+    timed_items(v, kw::kSigEvents, "event", "an event object with id, start, end, curtail_pct or curtail_kw, scope",
+                {kw::kSigId, kw::kSigStart, kw::kSigEnd, kw::kSigCurtailPct, kw::kSigCurtailKW, kw::kSigScope},
+                [&](json_object* e, const std::string& p, const std::string& id, int64_t start, int64_t end) {
+        CurtailmentEvent ev;
+        ev.id = id;
+        ev.start = start;
+        ev.end = end;
         json_object* pct = get(e, kw::kSigCurtailPct);
         json_object* kwv = get(e, kw::kSigCurtailKW);
         if (pct && kwv)
@@ -379,33 +400,19 @@ void FeedParser::events(json_object* v, Signals& s) const
             }
         }
         s.events.push_back(std::move(ev));
-    }
+    });
 }
 
 void FeedParser::maintenance(json_object* v, Signals& s) const
 {
-    const std::string path = kw::kSigMaintenance;
-    if (!json_object_is_type(v, json_type_array))
-        expected(path, "an array of maintenance windows", v);
-    std::map<std::string, size_t> ids;
-    const size_t n = json_object_array_length(v);
-    for (size_t i = 0; i < n; ++i) {
-        const std::string p = index(path, i);
-        json_object* w = json_object_array_get_idx(v, i);
-        object(w, p, "a window object with id, start, end, nodes and/or racks, reason");
-        check_keys(w, p, {kw::kSigId, kw::kSigStart, kw::kSigEnd, kw::kSigNodes, kw::kSigRacks, kw::kSigReason});
+    timed_items(v, kw::kSigMaintenance, "maintenance window",
+                "a window object with id, start, end, nodes and/or racks, reason",
+                {kw::kSigId, kw::kSigStart, kw::kSigEnd, kw::kSigNodes, kw::kSigRacks, kw::kSigReason},
+                [&](json_object* w, const std::string& p, const std::string& id, int64_t start, int64_t end) {
         MaintenanceWindow mw;
-        for (const char* req : {kw::kSigId, kw::kSigStart, kw::kSigEnd})
-            if (!get(w, req))
-                fail(at(p, req), "missing; every maintenance window needs id, start and end");
-        mw.id = string_value(get(w, kw::kSigId), at(p, kw::kSigId), true);
-        if (auto [it, fresh] = ids.emplace(mw.id, i); !fresh)
-            fail(at(p, kw::kSigId), "duplicate maintenance id \"" + mw.id + "\" (also maintenance[" +
-                                         std::to_string(it->second) + "]); ids must be unique");
-        mw.start = time_value(get(w, kw::kSigStart), at(p, kw::kSigStart));
-        mw.end = time_value(get(w, kw::kSigEnd), at(p, kw::kSigEnd));
-        if (mw.end <= mw.start)
-            fail(at(p, kw::kSigEnd), format_utc(mw.end) + " is not after start " + format_utc(mw.start));
+        mw.id = id;
+        mw.start = start;
+        mw.end = end;
         json_object* nodes = get(w, kw::kSigNodes);
         json_object* racks = get(w, kw::kSigRacks);
         if (!nodes && !racks)
@@ -430,7 +437,7 @@ void FeedParser::maintenance(json_object* v, Signals& s) const
         if (json_object* r = get(w, kw::kSigReason))
             mw.reason = string_value(r, at(p, kw::kSigReason), false);
         s.maintenance.push_back(std::move(mw));
-    }
+    });
 }
 
 void FeedParser::health(json_object* v, Signals& s) const

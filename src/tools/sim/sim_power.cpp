@@ -6,11 +6,39 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <utility>
 
 #include "core/job/annotation.hpp"
 
 namespace m2g {
 namespace sim {
+
+namespace {
+
+// The draw of each row (FaultDomain) from the nodes' draw.
+void set_row_draw(const Model& m, const std::vector<double>& node_kw, Signals& s)
+{
+    s.rows.resize(m.fault_domains.size());
+    for (size_t f = 0; f < m.fault_domains.size(); ++f) {
+        double kw = 0;
+        for (int n : m.fault_domains[f].nodes)
+            kw += node_kw[n];
+        s.rows[f].draw_kw = kw;
+    }
+}
+
+// A fresh feed holding `s`, as the plugins would read it.
+SignalsView fresh_view(std::shared_ptr<Signals> s)
+{
+    SignalsView v;
+    v.snap = std::move(s);
+    v.state = FeedState::Fresh;
+    v.age_s = 0;
+    return v;
+}
+
+}  // namespace
 
 // The timeline as m2g's feed shows it at `now`: with event_notice_s,
 // each event only from its announcement (event_notice_s before it
@@ -64,18 +92,8 @@ SignalsView Simulator::view_at(double now)
         }
         snap->site.draw_kw -= kw_node * static_cast<double>(jobs[j].placed.size());
     }
-    snap->rows.resize(m.fault_domains.size());
-    for (size_t f = 0; f < m.fault_domains.size(); ++f) {
-        double kw = 0;
-        for (int n : m.fault_domains[f].nodes)
-            kw += reported_kw[n];
-        snap->rows[f].draw_kw = kw;
-    }
-    SignalsView v;
-    v.snap = snap;
-    v.state = FeedState::Fresh;
-    v.age_s = 0;
-    return v;
+    set_row_draw(m, reported_kw, *snap);
+    return fresh_view(snap);
 }
 
 void Simulator::book_power(const SimJobResult& job, double sign)
@@ -264,18 +282,8 @@ SignalsView Simulator::curtail_view(double now)
             kw += feed_kw[n];
         s->racks[d].draw_kw = kw;
     }
-    s->rows.resize(m.fault_domains.size());
-    for (size_t f = 0; f < m.fault_domains.size(); ++f) {
-        double kw = 0;
-        for (int n : m.fault_domains[f].nodes)
-            kw += feed_kw[n];
-        s->rows[f].draw_kw = kw;
-    }
-    SignalsView v;
-    v.snap = s;
-    v.state = FeedState::Fresh;
-    v.age_s = 0;
-    return v;
+    set_row_draw(m, feed_kw, *s);
+    return fresh_view(std::move(s));
 }
 
 // A requeue: the work since the last checkpoint is lost, the GPUs are
