@@ -67,7 +67,8 @@
 # helper processes to stop at exit; TB_CLEANUP_FUNCS: names of functions the
 # EXIT trap calls after the testbed is down (to undo changes to the machine).
 # Environment: M2G_TESTBED (path of m2g-testbed), TB_KEEP=1 keeps the testbed
-# directory even when every test passed (it is always kept on failure).
+# directory even when every test passed (it is always kept on failure, as
+# /tmp/m2g-testbed-kept.SUITE.BASE.PID).
 # Sanitizer builds (configure --enable-sanitizers; found by the plugins'
 # undefined __asan_init, M2G_SANITIZE=0 turns it off): M2G_SANITIZE=1 and
 # LD_PRELOAD of the plugins' ASan runtime (clang's libclang_rt.asan, or GCC's
@@ -255,6 +256,24 @@ _tb_core_dumps() {
 	return 1
 }
 
+# _tb_retire RC: the directory of a testbed that is down. Removed when RC is
+# 0 and TB_KEEP is not 1 (`down --remove` deletes it under the testbed's
+# lock: another suite may be starting a testbed on the same base right now);
+# else kept for a look under a name no later suite's tb_up picks (`up` on a
+# stopped testbed's base starts over in its directory).
+_tb_retire() {
+	[[ -n $TB_DIR && -d $TB_DIR ]] || return 0
+	if (($1 == 0)) && [[ ${TB_KEEP:-0} != 1 ]]; then
+		"$M2G_TESTBED" down --remove --dir "$TB_DIR" >/dev/null 2>&1 ||
+			diag "m2g-testbed down --remove --dir $TB_DIR failed"
+		return 0
+	fi
+	local kept
+	kept=/tmp/m2g-testbed-kept.$(basename "$0" .sh).$TB_BASE.$$
+	if mv -- "$TB_DIR" "$kept" 2>/dev/null; then diag "testbed files kept in $kept"
+	else diag "testbed files kept in $TB_DIR"; fi
+}
+
 # The EXIT trap: stop the testbed, settle the plan, choose the exit status.
 _tb_on_exit() {
 	local rc=$?
@@ -285,14 +304,7 @@ _tb_on_exit() {
 	((_TAP_FAILED == 0)) || { diag "failed $_TAP_FAILED of $_TAP_N"; rc=1; }
 	# m2g-check prints this beside the suite's counts (where CI time goes).
 	diag "suite time: $SECONDS s"
-	if [[ -n $TB_DIR && -d $TB_DIR ]]; then
-		# `down --remove` deletes it under the testbed's lock: another suite
-		# may be starting a testbed on the same base right now.
-		if ((rc == 0)) && [[ ${TB_KEEP:-0} != 1 ]]; then
-			"$M2G_TESTBED" down --remove --dir "$TB_DIR" >/dev/null 2>&1 ||
-				diag "m2g-testbed down --remove --dir $TB_DIR failed"
-		else diag "testbed files kept in $TB_DIR"; fi
-	fi
+	_tb_retire "$rc"
 	exit $((rc == 0 ? 0 : 1))
 }
 trap '_TB_ERR_LINE=$LINENO' ERR
@@ -309,6 +321,9 @@ trap 'exit 143' TERM
 # (ports in use or a testbed running there) and we move on.
 tb_up() {
 	local k slot rc=0 base
+	# A second testbed in one suite: the first one's directory goes (or is
+	# kept when a test failed on it) before TB_DIR names the new one.
+	((_TB_RUNNING)) || _tb_retire $((_TAP_FAILED > 0 ? 1 : 0))
 	slot=$(($$ % 24))
 	for ((k = 0; k < 24; k++)); do
 		base=$((20000 + 500 * ((slot + k) % 24)))
@@ -385,12 +400,35 @@ _m2g_loaded_since() {
 	echo "select/m2g's m2g.conf (re)loaded lines: $n, $1 before the reconfigure"
 	((n > $1))
 }
+# Since 23.11 a reconfigure starts a new slurmctld, which loads the plugins
+# (and m2g.conf) while the old one still serves; the old one then logs
+# "Relinquishing control to new slurmctld process", or "Resuming operation,
+# reconfigure failed." and carries on with the configuration it had. Until
+# one of the two, a job submitted goes to the old process and its old
+# m2g.conf: wait for the hand-over, and fail saying why when it failed.
+_RELINQUISHED='Relinquishing control to new slurmctld process'
+_RECONF_FAILED='Resuming operation, reconfigure failed'
+_reconfigure_settled() {
+	local done failed
+	done=$(_ctld_count "$_RELINQUISHED") failed=$(_ctld_count "$_RECONF_FAILED")
+	echo "hand-overs: $done ($1 before), failed reconfigures: $failed ($2 before)"
+	((done > $1 || failed > $2))
+}
 tb_reconfigure_m2g() {
-	local before
+	local before relinquished failed
 	before=$(_ctld_count "$_M2G_LOADED")
+	relinquished=$(_ctld_count "$_RELINQUISHED") failed=$(_ctld_count "$_RECONF_FAILED")
 	scontrol reconfigure
 	check "${1:-select/m2g reloaded m2g.conf at scontrol reconfigure}" \
 		tb_wait_for "select/m2g reloading m2g.conf" 30 _m2g_loaded_since "$before"
+	[[ $(tb_slurm_release) == 22.05 ]] && return 0 # 22.05 reconfigures in place
+	tb_wait_for "the old slurmctld handing over to the new one" 30 _reconfigure_settled "$relinquished" "$failed" ||
+		true
+	if (($(_ctld_count "$_RECONF_FAILED") > failed)); then
+		diag "the new slurmctld of this reconfigure failed; the old one keeps its configuration. slurmctld.log:"
+		grep -v "debug" "$TB_DIR/log/slurmctld.log" | tail -n 40 | sed "s/^/#   /"
+		_tap_result 1 "scontrol reconfigure took effect (the new slurmctld started)"
+	fi
 }
 
 # tb_write FILE: standard input becomes FILE, renamed into place.
