@@ -24,7 +24,7 @@ namespace {
 
 struct SimulateArgs {
     std::string conf, trace, policy = "m2g", timeline, power_cdf, power_cluster = "kalos", job_log, cap_speed,
-        power_log, reservation = "nodes";
+        power_log, reservation = "nodes", block_sizes;
     std::vector<std::string> class_shares;  // CLASS=PCT
     SimOptions opts;
     bool json = false, no_baseline = false;
@@ -43,6 +43,24 @@ void run_simulate(const SimulateArgs& a)
     SimOptions o = a.opts;
     o.policy = parse_sim_policy(a.policy);
     o.reserve_nodes = a.reservation == "nodes";
+    if (a.block_sizes == "slurm-default") {
+        o.block_sizes = {0};
+    } else if (!a.block_sizes.empty()) {
+        std::string v;
+        for (size_t i = 0; i <= a.block_sizes.size(); ++i) {
+            if (i < a.block_sizes.size() && a.block_sizes[i] != ',') {
+                v += a.block_sizes[i];
+                continue;
+            }
+            char* end = nullptr;
+            const long n = std::strtol(v.c_str(), &end, 10);
+            if (v.empty() || *end || n <= 0 || n > 1 << 20)
+                throw ParseError("--block-sizes '" + a.block_sizes +
+                                 "': expected node counts separated by commas, e.g. 18,36,72,144, or slurm-default");
+            o.block_sizes.push_back(static_cast<int>(n));
+            v.clear();
+        }
+    }
     for (const std::string& cs : a.class_shares) {
         const size_t eq = cs.find('=');
         char* end = nullptr;
@@ -140,6 +158,9 @@ Command add_simulate(CLI::App& app)
                          "the queue head's backfill reservation: nodes (where its policy would place it, default) "
                          "or gpus (a count of GPUs, the classic EASY simplification)")
         ->check(CLI::IsMember({"nodes", "gpus"}));
+    simulate->add_option("--block-sizes", sim->block_sizes,
+                         "block, block-seg: topology.conf's BlockSizes, node counts separated by commas (default: what "
+                         "`m2g topology export --format=block` writes; slurm-default: none, Slurm's levels 0-3)");
     simulate->add_option("--scale-gpus", sim->opts.scale_gpus, "multiply every job's GPUs by K")
         ->check(CLI::Range(1, 4096));
     simulate->add_option("--load", sim->opts.load, "scale arrivals to this offered load (0: as recorded)")

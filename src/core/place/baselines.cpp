@@ -2,6 +2,7 @@
 #include "core/place/baselines.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <string>
 
 #include "core/base/error.hpp"
@@ -154,133 +155,260 @@ class TreePlacer : public Placer {
     std::vector<int> leaf_free_;
 };
 
-// Slurm 23.11+ topology/block with each NVLink domain a base block and the
-// default block sizes (every power-of-two multiple of the base block):
-// the smallest level whose aligned aggregate holds the job, best fit among
-// its aggregates, base blocks best fit inside; up a level when none fits.
-// With `segments` (block-seg: every job submitted with --segment=S), a job
-// of N nodes larger than the largest base block is N/S segments of S
-// nodes, S the largest divisor of N that fits one; each segment goes, one
-// after the other, to the base block with the fewest free nodes that
-// holds it (Slurm 25.05+ places each segment as a job of S nodes, on the
-// nodes the earlier ones left). Smaller jobs are one segment: as block.
+// Slurm 26.05's topology/block as eval_nodes_block() (topology/block/
+// eval_nodes_block.c) evaluates a job of whole nodes, every node of equal
+// weight: the base blocks are slurm_blocks(m), the very list `m2g
+// topology export --format=block` writes, in its order, and the block
+// levels are `sizes` (BlockSizes) or, empty, Slurm's default (levels 0-3,
+// block_record.c). For a job (or segment) of N nodes:
+//   _get_block_level(): the level is the smallest configured one of at
+//     least ceil(log2(ceil(N / B))) (B: the base block's node count, the
+//     first BlockSizes value or the first block's size), none: the whole
+//     topology is one block; the "llblock" level is the largest configured
+//     one below, and the job may use at most max_llblock = ceil(N / its
+//     size) llblocks;
+//   a block (an aligned group of 2^level base blocks) qualifies when its
+//     max_llblock fullest llblocks hold N free nodes; of those, the one
+//     with the fewest free nodes, ties to the last (`bnc <= block_node_cnt`);
+//     none: ESLURM_TOPO_NO_FIT, EVAL_ACTION_BREAK: the job waits (it does
+//     not move up a level);
+//   inside it, _choose_best_bblock() again and again: base blocks in an
+//     llblock already used first, then the llblock that holds the rest
+//     with the fewest free nodes (else the fullest), then the base block
+//     that holds the rest with the fewest free nodes (else the fullest),
+//     ties to the last; each chosen base block gives its free nodes in
+//     node order until the job has enough; a new llblock past max_llblock,
+//     or no progress, fails (ESLURM_TOPO_INSUFFICIENT_RESOURCES).
+// With `segments` (block-seg: every job of more nodes than the largest
+// base block submitted with --segment=S, S the largest divisor of N that
+// fits one), the N/S segments are evaluated one after the other as jobs of
+// S nodes on the nodes the earlier ones left (the next_segment loop); one
+// that finds no block fails the job (ESLURM_TOPO_SEGMENT_NO_FIT).
 class BlockPlacer : public Placer {
   public:
-    BlockPlacer(const Model& m, bool segments, const char* policy) : segments_(segments)
+    BlockPlacer(const Model& m, bool segments, const std::vector<int>& sizes) : segments_(segments)
     {
-        for (size_t n = 0; n < m.nodes.size(); ++n)
-            if (m.nodes[n].domain == kNone)
-                throw Error(std::string("--policy ") + policy + ": node " + m.nodes[n].name +
-                            " is in no NVLink domain; topology/block needs every node in a base block");
-        for (const Domain& d : m.domains) {
-            std::vector<int> nodes = d.nodes;
-            std::sort(nodes.begin(), nodes.end(), [&](int a, int b) { return m.nodes[a].rank < m.nodes[b].rank; });
-            largest_ = std::max(largest_, static_cast<int>(nodes.size()));
-            block_nodes_.push_back(std::move(nodes));
+        const SlurmBlocks sb = slurm_blocks(m);
+        if (sb.blocks.empty())
+            throw Error("topology/block: the topology has no NVLink domain and no switch with nodes, so no block");
+        for (const auto& [name, nodes] : sb.blocks) {
+            std::vector<int> sorted = nodes;
+            std::sort(sorted.begin(), sorted.end(), [&](int a, int b) { return m.nodes[a].rank < m.nodes[b].rank; });
+            largest_ = std::max(largest_, static_cast<int>(sorted.size()));
+            block_nodes_.push_back(std::move(sorted));
         }
         node_block_.assign(m.nodes.size(), kNone);
-        for (size_t b = 0; b < m.domains.size(); ++b)
-            for (int n : m.domains[b].nodes)
+        for (size_t b = 0; b < block_nodes_.size(); ++b)
+            for (int n : block_nodes_[b])
                 node_block_[n] = static_cast<int>(b);
+        levels_ = block_levels(sizes, static_cast<int>(block_nodes_[0].size()), bnc_);
         const size_t nb = block_nodes_.size();
-        for (size_t width = 1;; width *= 2) {
-            int most = 0;
-            for (size_t lo = 0; lo < nb; lo += width) {
-                int c = 0;
-                for (size_t b = lo; b < std::min(nb, lo + width); ++b)
-                    c += static_cast<int>(block_nodes_[b].size());
-                most = std::max(most, c);
-            }
-            level_width_.push_back(width);
-            level_capacity_.push_back(most);
-            if (width >= nb)
-                break;
-        }
-        block_free_.resize(nb);
+        free_.resize(nb);
+        nob_.resize(nb);
+        required_.resize(nb);
     }
+
+    // block_record.c: BlockSizes parsed as _read_topo_file() does (the
+    // first size is the base block; each a power-of-two multiple of it, at
+    // most 2^15), else levels 0-3 on the first block's node count.
+    static uint32_t block_levels(const std::vector<int>& sizes, int first_block, int& bnc)
+    {
+        if (sizes.empty()) {
+            bnc = first_block;
+            return 0xF;
+        }
+        bnc = sizes[0];
+        uint32_t levels = 0;
+        for (int s : sizes) {
+            if (s <= 0 || s % bnc != 0)
+                throw Error("BlockSizes: " + std::to_string(s) + " is not a multiple of the base block's " +
+                            std::to_string(bnc) + " nodes (expected the base block's size, then multiples of it)");
+            const int k = s / bnc;
+            int lv = 0;
+            while ((1 << lv) < k)
+                ++lv;
+            if ((1 << lv) != k || lv > 15)
+                throw Error("BlockSizes: " + std::to_string(s) + " is not the base block's " + std::to_string(bnc) +
+                            " nodes times a power of two up to 2^15");
+            levels |= 1u << lv;
+        }
+        return levels;
+    }
+
     bool place(int nodes, const std::vector<uint8_t>& free, std::vector<int>& out) override
     {
         out.clear();
-        const size_t nb = block_nodes_.size();
-        std::fill(block_free_.begin(), block_free_.end(), 0);
+        std::fill(free_.begin(), free_.end(), 0);
         for (size_t n = 0; n < free.size(); ++n)
-            if (free[n])
-                ++block_free_[node_block_[n]];
-        if (segments_ && nodes > largest_)
-            return place_segments(nodes, free, out);
-        for (size_t l = 0; l < level_width_.size(); ++l) {
-            if (level_capacity_[l] < nodes)
-                continue;  // below the smallest level that can hold the job
-            const size_t w = level_width_[l];
-            size_t best = nb;
-            int best_free = 0;
-            for (size_t lo = 0; lo < nb; lo += w) {
-                int f = 0;
-                for (size_t b = lo; b < std::min(nb, lo + w); ++b)
-                    f += block_free_[b];
-                if (f >= nodes && (best == nb || f < best_free)) {
-                    best = lo;
-                    best_free = f;
-                }
-            }
-            if (best == nb)
-                continue;
-            std::vector<int> cand;
-            for (size_t b = best; b < std::min(nb, best + w); ++b)
-                cand.push_back(static_cast<int>(b));
-            take_best_fit(cand, block_free_, block_nodes_, free, nodes, out);
-            std::sort(out.begin(), out.end());
-            return static_cast<int>(out.size()) == nodes;
+            if (free[n] && node_block_[n] != kNone)
+                ++free_[node_block_[n]];
+        avail_ = free;
+        int seg = nodes;
+        if (segments_ && nodes > largest_) {
+            seg = largest_;
+            while (nodes % seg != 0)
+                --seg;
         }
-        return false;
-    }
-
-  private:
-    // N/S segments of S nodes, each in one base block (block_free_ filled).
-    bool place_segments(int nodes, const std::vector<uint8_t>& free, std::vector<int>& out)
-    {
-        int s = largest_;
-        while (nodes % s != 0)
-            --s;
-        taken_.assign(block_nodes_.size(), 0);
-        for (int k = nodes / s; k > 0; --k) {
-            int best = -1;
-            for (size_t b = 0; b < block_free_.size(); ++b)
-                if (block_free_[b] >= s && (best < 0 || block_free_[b] < block_free_[best]))
-                    best = static_cast<int>(b);
-            if (best < 0) {
+        for (int k = nodes / seg; k > 0; --k)
+            if (!eval(seg, out)) {
                 out.clear();
                 return false;
             }
-            // Its first s free nodes in rank order past those taken already.
-            int skip = taken_[best], take = s;
-            for (int n : block_nodes_[best]) {
-                if (take == 0)
-                    break;
-                if (!free[n])
-                    continue;
-                if (skip > 0) {
-                    --skip;
-                    continue;
-                }
-                out.push_back(n);
-                --take;
-            }
-            taken_[best] += s;
-            block_free_[best] -= s;
-        }
         std::sort(out.begin(), out.end());
         return true;
     }
 
+  private:
+    // Highest level set at or below `from` (bit_fls_from_bit), -1: none.
+    int fls_from(int from) const
+    {
+        for (int l = from; l >= 0; --l)
+            if (levels_ & (1u << l))
+                return l;
+        return -1;
+    }
+    // Lowest level set at or above `from` (bit_ffs_from_bit), -1: none.
+    int ffs_from(int from) const
+    {
+        for (int l = from; l < 32; ++l)
+            if (levels_ & (1u << l))
+                return l;
+        return -1;
+    }
+
+    // One eval_nodes_block() pass for `rem` nodes on avail_ (free_ its
+    // count per base block): appends them to `out` and takes them out of
+    // avail_ and free_.
+    bool eval(int rem, std::vector<int>& out)
+    {
+        const int nb = static_cast<int>(block_nodes_.size());
+        // _get_block_level()
+        const int per = (rem + bnc_ - 1) / bnc_;
+        int want = 0;
+        while ((1 << want) < per)
+            ++want;
+        const int ll_level = want > 0 ? std::max(fls_from(want - 1), 0) : 0;
+        const int level = ffs_from(want);
+        const int bpb = level < 0 ? nb : 1 << level;           // base blocks per block
+        const int block_cnt = (nb + bpb - 1) / bpb;
+        const int bpl = 1 << ll_level;                         // base blocks per llblock
+        const int ll_size = bpl * bnc_;
+        int max_ll = (rem + ll_size - 1) / ll_size;
+        const bool use_ll = bpb != bpl * max_ll;
+        const int ll_cnt = (nb + bpl - 1) / bpl;
+
+        // The block: its max_ll fullest llblocks hold the job; then the
+        // fewest free nodes, ties to the last.
+        int best = -1, best_bnc = 0;
+        for (int g = 0; g < block_cnt; ++g) {
+            const int lo = g * bpb, hi = std::min(nb, lo + bpb);
+            int bnc = 0;
+            for (int b = lo; b < hi; ++b)
+                bnc += free_[b];
+            int avail = bnc;
+            if (use_ll) {
+                ll_.clear();
+                for (int l = lo / bpl; l < std::min(ll_cnt, lo / bpl + bpb / bpl); ++l) {
+                    int c = 0;
+                    for (int b = l * bpl; b < std::min(nb, (l + 1) * bpl); ++b)
+                        c += free_[b];
+                    ll_.push_back(c);
+                }
+                std::sort(ll_.begin(), ll_.end(), std::greater<int>());
+                avail = 0;
+                for (int j = 0; j < std::min(max_ll, static_cast<int>(ll_.size())); ++j)
+                    avail += ll_[j];
+            }
+            if (avail < rem)
+                continue;
+            if (best < 0 || bnc <= best_bnc) {
+                best = g;
+                best_bnc = bnc;
+            }
+        }
+        if (best < 0)
+            return false;  // ESLURM_TOPO_NO_FIT: waits
+        const int lo = best * bpb, hi = std::min(nb, lo + bpb);
+
+        // The base blocks of the block, as _choose_best_bblock() ranks them.
+        std::fill(required_.begin(), required_.end(), 0);
+        std::fill(nob_.begin(), nob_.end(), 0);
+        nol_.assign(use_ll ? ll_cnt : 0, 0);
+        for (int b = lo; b < hi; ++b) {
+            nob_[b] = free_[b];
+            if (use_ll)
+                nol_[b / bpl] += nob_[b];
+        }
+        auto same = [&](int a, int b) { return (a >> ll_level) == (b >> ll_level); };
+        int prev = rem + 1;
+        while (rem > 0 && prev != rem) {
+            prev = rem;
+            int bi = -1;
+            bool best_fit = false, best_same = true;
+            for (int i = lo; i < hi; ++i) {
+                if (required_[i])
+                    continue;
+                const bool fit = nob_[i] >= rem;
+                if (use_ll && !(bi >= 0 && same(bi, i))) {
+                    bool same_block = false;
+                    for (int j = (i >> ll_level) << ll_level; j < nb && j < ((i >> ll_level) + 1) << ll_level; ++j)
+                        if (required_[j] && (same_block = same(j, i)))
+                            break;
+                    if (bi < 0 || (same_block && !best_same)) {
+                        bi = i, best_fit = fit, best_same = same_block;
+                        continue;
+                    }
+                    if (!same_block && best_same)
+                        continue;
+                    const int bl = nol_[bi >> ll_level], il = nol_[i >> ll_level];
+                    const bool il_fit = il >= rem, bl_fit = bl >= rem;
+                    if (il_fit != bl_fit) {
+                        if (il_fit)
+                            bi = i, best_fit = fit, best_same = same_block;
+                        continue;
+                    }
+                    if (il != bl) {
+                        // both hold the rest: the emptier; neither: the fuller
+                        if (il_fit ? il < bl : il > bl)
+                            bi = i, best_fit = fit, best_same = same_block;
+                        continue;
+                    }
+                }
+                if (bi < 0 || (fit && !best_fit) || (!fit && !best_fit && nob_[i] >= nob_[bi]) ||
+                    (fit && nob_[i] <= nob_[bi]))
+                    bi = i, best_fit = fit;
+            }
+            if (bi < 0)
+                break;
+            if (max_ll <= 0 && !best_same)
+                break;  // no llblock left
+            required_[bi] = 1;
+            for (int n : block_nodes_[bi]) {
+                if (rem == 0)
+                    break;
+                if (avail_[n]) {
+                    avail_[n] = 0;
+                    --free_[bi];
+                    out.push_back(n);
+                    --rem;
+                }
+            }
+            if (!best_same)
+                --max_ll;
+        }
+        return rem == 0;
+    }
+
     bool segments_;
     int largest_ = 0;                            // nodes in the largest base block
+    int bnc_ = 0;                                // the base block's node count (bblock_node_cnt)
+    uint32_t levels_ = 0;                        // block levels set (block_levels)
     std::vector<std::vector<int>> block_nodes_;  // rank order
     std::vector<int> node_block_;
-    std::vector<size_t> level_width_;  // base blocks per aggregate
-    std::vector<int> level_capacity_;  // largest aggregate, in nodes
-    std::vector<int> block_free_;
-    std::vector<int> taken_;  // place_segments: nodes taken per block
+    std::vector<uint8_t> avail_;  // free nodes not yet taken by this job
+    std::vector<int> free_;       // avail_ per base block
+    std::vector<int> nob_, nol_, ll_;
+    std::vector<uint8_t> required_;
 };
 
 }  // namespace
@@ -295,9 +423,15 @@ std::unique_ptr<Placer> make_tree_placer(const Model& m, bool nvl_domains)
     return std::make_unique<TreePlacer>(m, nvl_domains ? TreePlacer::nvl(m) : TreePlacer::fabric(m));
 }
 
-std::unique_ptr<Placer> make_block_placer(const Model& m, bool segments, const char* policy)
+std::unique_ptr<Placer> make_block_placer(const Model& m, bool segments, const std::vector<int>& block_sizes)
 {
-    return std::make_unique<BlockPlacer>(m, segments, policy);
+    return std::make_unique<BlockPlacer>(m, segments, block_sizes);
+}
+
+std::vector<int> export_block_sizes(const Model& m)
+{
+    const std::vector<size_t> s = slurm_blocks(m).sizes;
+    return std::vector<int>(s.begin(), s.end());
 }
 
 }  // namespace m2g

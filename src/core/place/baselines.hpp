@@ -28,9 +28,16 @@ std::unique_ptr<Placer> make_firstfit_placer(const Model& m);
 // writes (the NVLink domains the lowest switches).
 std::unique_ptr<Placer> make_tree_placer(const Model& m, bool nvl_domains);
 
-// Slurm 23.11+ topology/block with each NVLink domain a base block; with
-// `segments`, every job submitted with --segment (block-seg). Throws Error
-// naming `policy` when a node is in no NVLink domain.
-std::unique_ptr<Placer> make_block_placer(const Model& m, bool segments, const char* policy);
+// Slurm 26.05 topology/block (eval_nodes_block()) on the blocks `m2g
+// topology export --format=block` writes, with `block_sizes` as its
+// BlockSizes (node counts, the first the base block's; empty: Slurm's
+// default levels); with `segments`, every job of more nodes than the
+// largest block submitted with --segment (block-seg). A job no block at
+// its level can hold is not placed: it waits, as under Slurm. Throws
+// Error when the sizes are not ones Slurm accepts or there is no block.
+std::unique_ptr<Placer> make_block_placer(const Model& m, bool segments, const std::vector<int>& block_sizes);
+
+// The BlockSizes `m2g topology export --format=block` writes for `m`.
+std::vector<int> export_block_sizes(const Model& m);
 
 }  // namespace m2g

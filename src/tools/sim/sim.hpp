@@ -16,7 +16,9 @@
 //             fabric alone (leaf switches hold the nodes);
 //   tree-nvl  the same on what `m2g topology export --format=tree` writes:
 //             the NVLink domains are the lowest switches;
-//   block     an approximation of Slurm 23.11+ topology/block;
+//   block     Slurm 26.05 topology/block's eval_nodes_block() on the
+//             blocks `m2g topology export --format=block` writes: a job
+//             no block at its level can hold waits;
 //   block-seg the same with every job submitted with --segment=S (S: N up
 //             to the largest domain, else its largest divisor that fits);
 //   firstfit  the first free nodes in rank order.
@@ -85,6 +87,10 @@ struct SimOptions {
     double load = 0;          // > 0: scale inter-arrival times to this offered load; 0: as recorded
     uint64_t seed = 0;        // != 0: jobs submitted at the same second are shuffled with this seed
     int backfill_depth = 500; // queued jobs looked at per pass (Slurm's bf_max_job_test)
+    // block, block-seg: BlockSizes in nodes (the first the base block's);
+    // empty: what `m2g topology export --format=block` writes. {0}:
+    // Slurm's default when topology.conf has no BlockSizes (levels 0-3).
+    std::vector<int> block_sizes;
     // The head's backfill reservation: true, the nodes its policy would
     // give it at the shadow time (a later job that runs past it may not
     // use them); false, a count of GPUs (the classic EASY simplification;
@@ -280,7 +286,7 @@ struct SimResult {
 };
 
 // Run the trace on the model. Throws Error when the options or the model
-// do not allow the policy (e.g. block with nodes outside NVLink domains).
+// do not allow the policy (e.g. BlockSizes Slurm would refuse).
 SimResult simulate(const Model& m, const Trace& trace, const SimOptions& opts);
 
 // `m2g simulate` output: labelled lines, or one JSON object.

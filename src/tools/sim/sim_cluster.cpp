@@ -110,7 +110,10 @@ void Simulator::choose_policy()
         break;
     case SimPolicy::Block:
     case SimPolicy::BlockSeg:
-        placer = make_block_placer(m, opts.policy == SimPolicy::BlockSeg, to_string(opts.policy));
+        placer = make_block_placer(m, opts.policy == SimPolicy::BlockSeg,
+                                   opts.block_sizes.empty()                                  ? export_block_sizes(m)
+                                   : opts.block_sizes.size() == 1 && opts.block_sizes[0] == 0 ? std::vector<int>{}
+                                                                                             : opts.block_sizes);
         break;
     case SimPolicy::FirstFit:
         placer = make_firstfit_placer(m);

@@ -338,17 +338,57 @@ void Simulator::queue_job(int j, double now)
     enqueue(j);
 }
 
-// EASY backfill's reservation for the queue head, on nodes: walking the
-// running jobs by end time, the first end time at which the head's own
-// policy places it on the nodes free then (m2g: select/m2g's decide()
-// in will-run mode, the clock at now, as Slurm's backfill asks it) is
-// the shadow time, and those nodes are `reserved`. End times are tried
+// m2g's reservation as select/m2g answers Slurm's backfill: decide() in
+// will-run mode on every usable node, with FreeAt the time each node is
+// free of the jobs running on it (the latest of their end times, as the
+// plugin's node_free_at() reads them), so the session plans the head on
+// the placement its intent accepts whose nodes free first; cons_tres's
+// will-run test then starts it when the last of them is free: `shadow`.
+// 1: reserved; 0: the session placed it nowhere; -1: the session left it
+// to cons_tres (locality any, or a prefer job's best effort): the caller
+// walks the end times with the tree placer, as cons_tres would.
+int Simulator::will_run_free_at(int head, double now, double& shadow)
+{
+    const SimJobResult& h = jobs[head];
+    const int g = std::max(h.gpus_per_node, 1);
+    node_end.assign(m.nodes.size(), now);
+    for (const auto& [end, j] : running)
+        for (int n : jobs[j].placed)
+            node_end[n] = std::max(node_end[n], end);
+    fut_offer.resize(m.nodes.size());
+    for (size_t n = 0; n < m.nodes.size(); ++n)
+        fut_offer[n] = node_ok[n] && m.nodes[n].gpus >= g;
+    const int total = static_cast<int>(std::count(fut_offer.begin(), fut_offer.end(), uint8_t(1)));
+    const FreeAt free_at = [&](int n) { return node_end[n] <= now ? 0 : epoch(node_end[n]); };
+    const Outcome o = select->decide(facts_of(head), fut_offer, total, [&](int n) { return node_free[n]; },
+                                     SelectMode::WillRun, epoch(now), free_at);
+    if (o.offer == Outcome::Offer::Refuse)
+        return 0;
+    if (o.offer != Outcome::Offer::Narrowed)
+        return -1;
+    reserved = o.nodes;
+    shadow = now;
+    for (int n : reserved)
+        shadow = std::max(shadow, node_end[n]);
+    return 1;
+}
+
+// EASY backfill's reservation for the queue head, on nodes: for m2g,
+// select/m2g's will-run answer (will_run_free_at); for the baselines (and
+// what m2g leaves to cons_tres), walking the running jobs by end time,
+// the first end time at which the head's policy places it on the nodes
+// free then is the shadow time, and those nodes are `reserved`. End times are tried
 // from the first with enough usable nodes, the step doubling until one
 // places it, then halving back to the first that does (exact when more
 // free nodes never make a placement fail: every baseline). False when
 // it places nowhere even once every running job has ended.
 bool Simulator::reserve_head(int head, double now, double& shadow)
 {
+    if (select) {
+        const int answer = will_run_free_at(head, now, shadow);
+        if (answer >= 0)
+            return answer == 1;
+    }
     const SimJobResult& h = jobs[head];
     const int g = std::max(h.gpus_per_node, 1);
     ending.assign(running.begin(), running.end());
@@ -375,9 +415,7 @@ bool Simulator::reserve_head(int head, double now, double& shadow)
         fut_offer.resize(f.size());
         for (size_t n = 0; n < f.size(); ++n)
             fut_offer[n] = node_ok[n] && f[n] >= g;
-        const bool ok = select ? select_nodes(facts_of(head), fut_offer, [&](int n) { return f[n]; },
-                                              SelectMode::WillRun, now)
-                               : placer->place(h.nodes, fut_offer, picked);
+        const bool ok = placer->place(h.nodes, fut_offer, picked);
         if (ok)
             reserved = picked;
         return ok;

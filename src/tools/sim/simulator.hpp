@@ -100,6 +100,7 @@ class Simulator {
     void enqueue(int j);
     void queue_job(int j, double now);
     bool reserve_head(int head, double now, double& shadow);
+    int will_run_free_at(int head, double now, double& shadow);
     void hide_reserved(bool hide);
     bool reserved_free_at(int head, double t);
     bool try_place_outside(int j, double now);
@@ -242,6 +243,7 @@ class Simulator {
     std::vector<size_t> group_end;
     std::vector<int> fut_free, fut_try;
     std::vector<uint8_t> fut_offer;
+    std::vector<double> node_end;  // will_run_free_at: per node, when its running jobs have ended
     std::vector<std::vector<uint8_t>> usable_outside;
     std::vector<uint64_t> usable_outside_version;
     std::set<std::tuple<int, int, int, int>> failed_outside;

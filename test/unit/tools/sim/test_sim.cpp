@@ -10,6 +10,7 @@
 
 #include "core/model/config.hpp"
 #include "core/base/error.hpp"
+#include "core/place/baselines.hpp"
 #include "core/power/signals.hpp"
 #include "tools/sim/sim.hpp"
 #include "tools/sim/trace.hpp"
@@ -62,11 +63,15 @@ TEST(SimPolicyName, ParsesAndRejects)
 //              fewest free, d1 = n1; b d2 (d1 has 1 free) = n3 n4; c no
 //              domain and no leaf1 (1 free): leaf2, its domains best fit:
 //              d3 (the first of the largest) n5 n6, then d4 n7
-//   block:     a d1, b d2, c the 2-block aggregate {d3,d4} = n5 n6 n7
+//   block:     (eval_nodes_block: of the blocks that hold the job, the
+//              fewest free nodes, ties to the last) a d4 (n7), b d3 (d4
+//              has 1 free) = n5 n6, c (3 nodes: level 1, blocks d1+d2 and
+//              d3+d4) d1+d2, base blocks the last of the fullest first:
+//              d2 (n3 n4), then d1 (n1)
 //   block-seg: a, b as block; c (3 nodes, more than a domain) gets
 //              --segment=1 (3 is prime): three 1-node segments, each to
-//              the block with the fewest free nodes: d1 (n2), d3 (n5),
-//              d3 again (n6) — two leaves
+//              the block with the fewest free nodes, ties to the last: d4
+//              (n8), d2 (n3), d2 again (n4) — two leaves
 //   firstfit:  a n1, b n2 n3, c n4 n5 n6 (two leaves)
 TEST(SimPlacement, EachPolicyExact)
 {
@@ -78,8 +83,8 @@ TEST(SimPlacement, EachPolicyExact)
         {SimPolicy::M2G, {0}, {2, 3}, {4, 5, 6}, 1.0, 1.0},
         {SimPolicy::Tree, {0}, {1, 2}, {4, 5, 6}, 0.5, 1.0},
         {SimPolicy::TreeNvl, {0}, {2, 3}, {4, 5, 6}, 1.0, 1.0},
-        {SimPolicy::Block, {0}, {2, 3}, {4, 5, 6}, 1.0, 1.0},
-        {SimPolicy::BlockSeg, {0}, {2, 3}, {1, 4, 5}, 1.0, 4.0 / 3},
+        {SimPolicy::Block, {6}, {4, 5}, {0, 2, 3}, 1.0, 1.0},
+        {SimPolicy::BlockSeg, {6}, {4, 5}, {2, 3, 7}, 1.0, 4.0 / 3},
         {SimPolicy::FirstFit, {0}, {1, 2}, {3, 4, 5}, 0.5, 4.0 / 3},
     };
     for (const Want& w : wants) {
@@ -112,12 +117,15 @@ TEST(SimPlacement, EachPolicyExact)
 // at 100, no spare nodes then. j2 (2 nodes, 50 s) ends by 100: backfilled
 // at 2 onto n7 n8. j3 (2 nodes, 200 s) would not end by 100 and the
 // reservation leaves no spare node: it waits behind j1 although n7 n8 are
-// free from 52 to 100. Queue order: j0@0, j2@2, j1@100, j3@110.
+// free from 52 to 100. Queue order: j0@0, j2@2, j1@100, j3@110. Block
+// and block-seg take base blocks the last of the fullest first: j0 on
+// d4 d3 d2 (n3..n8), j2 on d1, and j3 on d4 once all are free.
 TEST(SimBackfill, EasyReservationEveryPolicy)
 {
     for (SimPolicy p : kAll) {
         SCOPED_TRACE(to_string(p));
         const SimResult r = run("backfill.csv", p);
+        const bool block = p == SimPolicy::Block || p == SimPolicy::BlockSeg;
         EXPECT_EQ(job(r, "j0").start, 0);
         EXPECT_EQ(job(r, "j2").start, 2);
         EXPECT_EQ(job(r, "j1").start, 100);
@@ -126,10 +134,10 @@ TEST(SimBackfill, EasyReservationEveryPolicy)
         EXPECT_TRUE(job(r, "j2").backfilled);
         EXPECT_FALSE(job(r, "j3").backfilled);
         EXPECT_EQ(r.backfilled, 1);
-        EXPECT_EQ(job(r, "j0").placed, (Nodes{0, 1, 2, 3, 4, 5}));
-        EXPECT_EQ(job(r, "j2").placed, (Nodes{6, 7}));
+        EXPECT_EQ(job(r, "j0").placed, block ? (Nodes{2, 3, 4, 5, 6, 7}) : (Nodes{0, 1, 2, 3, 4, 5}));
+        EXPECT_EQ(job(r, "j2").placed, block ? (Nodes{0, 1}) : (Nodes{6, 7}));
         EXPECT_EQ(job(r, "j1").placed, (Nodes{0, 1, 2, 3, 4, 5, 6, 7}));
-        EXPECT_EQ(job(r, "j3").placed, (Nodes{0, 1}));
+        EXPECT_EQ(job(r, "j3").placed, block ? (Nodes{6, 7}) : (Nodes{0, 1}));
         EXPECT_DOUBLE_EQ(r.makespan_s, 310);
         // The busy window is [0, 110]: the last start. Queue non-empty with
         // 2 idle nodes (8 GPUs) over [1,2) and [52,100).
@@ -153,16 +161,40 @@ TEST(SimBackfill, EasyReservationEveryPolicy)
 }
 
 // Five jobs fill the cluster but n8; j0 ends at 100 and frees n1. j5 (2
-// nodes) could then run on n1 + n8, two NVLink domains. The baselines
-// start it at 100; m2g (prefer:nvlink, PreferWaitSec 300 by default) holds
-// it for a whole domain. Its wait starts at 100, when it could first have
-// started (its 100 s in the queue before are not prefer wait), and is over
-// at 400: then it takes n1 + n8.
+// nodes) could then run on n1 + n8, two NVLink domains. The tree
+// baselines and firstfit start it at 100; m2g (prefer:nvlink,
+// PreferWaitSec 300 by default) holds it for a whole domain. Its wait
+// starts at 100, when it could first have started (its 100 s in the queue
+// before are not prefer wait), and is over at 400: then it takes n1 + n8.
+// Block and block-seg fill the blocks the other way (the fewest free
+// nodes, ties to the last: j0 n7, j1 n8, j2 d3, j3 d2, j4 n1) and leave
+// n2 and, from 100, n7: no base block has two free nodes, and topology/
+// block does not move a 2-node job up a level (ESLURM_TOPO_NO_FIT), so j5
+// waits for a whole domain until the others end at 1000: strict by
+// construction.
 TEST(SimIntent, M2GHoldsForADomainUntilPreferWaitEnds)
 {
     for (SimPolicy p : kAll) {
         SCOPED_TRACE(to_string(p));
         const SimResult r = run("intent.csv", p);
+        if (p == SimPolicy::Block || p == SimPolicy::BlockSeg) {
+            EXPECT_EQ(job(r, "j0").placed, Nodes{6});
+            EXPECT_EQ(job(r, "j1").placed, Nodes{7});
+            EXPECT_EQ(job(r, "j2").placed, (Nodes{4, 5}));
+            EXPECT_EQ(job(r, "j3").placed, (Nodes{2, 3}));
+            EXPECT_EQ(job(r, "j4").placed, Nodes{0});
+            EXPECT_EQ(job(r, "j5").placed, (Nodes{6, 7}));
+            EXPECT_EQ(job(r, "j5").start, 1000);
+            EXPECT_EQ(job(r, "j5").domains, 1);
+            EXPECT_DOUBLE_EQ(r.containment, 1.0);
+            EXPECT_DOUBLE_EQ(r.makespan_s, 1010);
+            EXPECT_DOUBLE_EQ(r.window_s, 1000);
+            // n2 idle while j5 waits, n7 too from 100.
+            EXPECT_DOUBLE_EQ(r.stranded_gpus, (4.0 * 1000 + 4.0 * 900) / (32 * 1000));
+            EXPECT_DOUBLE_EQ(r.all.delay_mean, 1000.0 / 6);
+            EXPECT_DOUBLE_EQ(r.all.delay_p99, 1000);
+            continue;
+        }
         const double start = p == SimPolicy::M2G ? 400 : 100;
         EXPECT_EQ(job(r, "j0").placed, Nodes{0});
         EXPECT_EQ(job(r, "j1").placed, Nodes{1});
@@ -253,23 +285,94 @@ TEST(SimFormat, JsonHasTheAgreedKeys)
     EXPECT_NE(t.find("1 backfilled"), std::string::npos);
 }
 
-TEST(SimBlock, NeedsEveryNodeInADomain)
+// Nodes in no NVLink domain are the blocks of their switch, as `m2g
+// topology export --format=block` writes them; BlockSizes Slurm refuses
+// (block_record.c) are errors that say what is accepted.
+TEST(SimBlock, SwitchBlocksOutsideDomainsAndBlockSizesAsSlurmReadsThem)
 {
     const Model m = build_model(parse_m2g_conf("NodeName=x[1-2] Gpus=8\nSwitchName=s Nodes=x[1-2]\n", "t"));
     Trace t;
     t.jobs.push_back({"one", 0, 10, 8});
     SimOptions o;
-    o.policy = SimPolicy::Block;
-    EXPECT_THROW(simulate(m, t, o), Error);
-    o.policy = SimPolicy::BlockSeg;
-    EXPECT_THROW(simulate(m, t, o), Error);
-    for (SimPolicy p : {SimPolicy::Tree, SimPolicy::TreeNvl}) {  // the others place nodes outside domains
+    for (SimPolicy p : {SimPolicy::Block, SimPolicy::BlockSeg, SimPolicy::Tree, SimPolicy::TreeNvl}) {
         SCOPED_TRACE(to_string(p));
         o.policy = p;  // tree-nvl: s holds the nodes itself (level 0), as the export writes it
         const SimResult r = simulate(m, t, o);
         EXPECT_EQ(r.job_results[0].placed, Nodes{0});
         EXPECT_EQ(r.job_results[0].domains, 1);
     }
+    o.policy = SimPolicy::Block;
+    for (const std::vector<int>& bad : {std::vector<int>{2, 3}, std::vector<int>{2, 6}, std::vector<int>{2, -2}}) {
+        o.block_sizes = bad;
+        try {
+            simulate(m, t, o);
+            ADD_FAILURE() << "no error";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("BlockSizes: "), std::string::npos) << e.what();
+        }
+    }
+}
+
+// eval_nodes_block() on four blocks of 18, by hand from Slurm 26.05's
+// code. BlockSizes=18,36,72: a 40-node job is level 2 (all four blocks);
+// base blocks the last of the fullest first while none holds the rest,
+// then the last of the emptiest that does. A 20-node job is level 1
+// (pairs): the pair with the fewest free nodes that holds it. A 10-node
+// job is level 0: one base block or it waits, however many nodes are free.
+// BlockSizes=18,72 has no level 1, so a 20-node job is level 2 with at
+// most max_llblock = 2 llblocks of one base block each.
+TEST(SimBlock, LevelsAndLlblocksAsEvalNodesBlock)
+{
+    std::string conf;
+    for (int r = 0; r < 4; ++r)
+        conf += "NodeName=r" + std::to_string(r) + "n[01-18] Gpus=4\nDomainName=d" + std::to_string(r) + " Nodes=r" +
+                std::to_string(r) + "n[01-18]\n";
+    conf += "SwitchName=leaf Level=leaf Domains=d[0-3]\n";
+    const Model m = build_model(parse_m2g_conf(conf, "t"));
+    auto placer = make_block_placer(m, false, {18, 36, 72});
+    auto freeing = [&](std::vector<int> per_block) {
+        std::vector<uint8_t> f(m.nodes.size(), 0);
+        for (size_t n = 0; n < m.nodes.size(); ++n) {
+            const int d = m.nodes[n].domain;
+            if (per_block[d] > 0) {
+                f[n] = 1;
+                --per_block[d];
+            }
+        }
+        return f;
+    };
+    std::vector<int> out;
+    auto domains = [&] {
+        std::vector<int> c(4, 0);
+        for (int n : out)
+            ++c[m.nodes[n].domain];
+        return c;
+    };
+    EXPECT_TRUE(placer->place(40, freeing({18, 0, 18, 4}), out));
+    EXPECT_EQ(domains(), (std::vector<int>{18, 0, 18, 4}));
+    EXPECT_TRUE(placer->place(40, freeing({10, 10, 10, 10}), out));
+    EXPECT_EQ(out.size(), 40u);
+    EXPECT_FALSE(placer->place(40, freeing({9, 9, 9, 9}), out));  // 36 free: too few anyway
+    // d2, d1 (ties: the last), then d0, which holds the last 12.
+    EXPECT_TRUE(placer->place(40, freeing({14, 14, 14, 0}), out));
+    EXPECT_EQ(domains(), (std::vector<int>{12, 14, 14, 0}));
+    // 20 nodes: pairs {d0,d1} (12 free) and {d2,d3} (30 free): only the
+    // second holds it; inside, the last of the fullest base block first.
+    EXPECT_TRUE(placer->place(20, freeing({6, 6, 15, 15}), out));
+    EXPECT_EQ(domains(), (std::vector<int>{0, 0, 5, 15}));
+    // 10 nodes with no base block holding 10 free: waits, though 36 are free.
+    EXPECT_FALSE(placer->place(10, freeing({9, 9, 9, 9}), out));
+    // BlockSizes=18,72: two base blocks at most.
+    auto sparse = make_block_placer(m, false, {18, 72});
+    EXPECT_TRUE(sparse->place(20, freeing({10, 10, 10, 10}), out));
+    EXPECT_EQ(domains(), (std::vector<int>{0, 0, 10, 10}));
+    EXPECT_FALSE(sparse->place(20, freeing({10, 5, 5, 0}), out));  // 20 free, in three
+    EXPECT_FALSE(placer->place(20, freeing({10, 5, 5, 0}), out));   // level 1: the pairs hold 15 and 5
+    // Slurm's default levels (no BlockSizes): 0-3, so the same.
+    auto dflt = make_block_placer(m, false, {});
+    EXPECT_FALSE(dflt->place(10, freeing({9, 9, 9, 9}), out));
+    EXPECT_TRUE(dflt->place(10, freeing({9, 10, 10, 9}), out));
+    EXPECT_EQ(domains(), (std::vector<int>{0, 0, 10, 0}));
 }
 
 TEST(Trace, PhillyColumnsByName)
@@ -366,8 +469,9 @@ const Model& tiny()
 
 }  // namespace
 
-// Four 1-GPU jobs share n1 (select/m2g offers nodes with the job's GPUs
-// free, as cons_tres does); the 4-GPU job then takes n2, the best fit.
+// Four 1-GPU jobs share a node (select/m2g offers nodes with the job's
+// GPUs free, as cons_tres does): n1; the 4-GPU job then takes n2, the best
+// fit.
 TEST(SimGpus, SubNodeJobsShareANode)
 {
     const Trace t = trace_of({{"g1", 0, 100, 1}, {"g2", 0, 100, 1}, {"g3", 0, 100, 1}, {"g4", 0, 100, 1},
@@ -377,11 +481,14 @@ TEST(SimGpus, SubNodeJobsShareANode)
         SimOptions o;
         o.policy = p;
         const SimResult r = simulate(tiny(), t, o);
+        // block: the base block with the fewest nodes with the GPUs free,
+        // ties to the last: d4 for the 1-GPU jobs (n7) and for w (n8).
+        const bool block = p == SimPolicy::Block || p == SimPolicy::BlockSeg;
         for (const char* id : {"g1", "g2", "g3", "g4"}) {
-            EXPECT_EQ(job(r, id).placed, Nodes{0});
+            EXPECT_EQ(job(r, id).placed, Nodes{block ? 6 : 0});
             EXPECT_EQ(job(r, id).gpus_per_node, 1);
         }
-        EXPECT_EQ(job(r, "w").placed, Nodes{1});
+        EXPECT_EQ(job(r, "w").placed, Nodes{block ? 7 : 1});
         EXPECT_EQ(job(r, "h").nodes, 2);  // 6 GPUs: 2 nodes x 3
         EXPECT_EQ(job(r, "h").gpus_per_node, 3);
         EXPECT_EQ(job(r, "h").start, 0);
@@ -550,48 +657,43 @@ TEST(SimFormat, JobLogHasOneLinePerJobWithHostlists)
 // ---- The backfill reservation on nodes ---------------------------------------
 
 // Eight 1-node jobs fill tiny.conf (block: each to the base block with the
-// fewest free nodes, a1 a2 on d1, a3 a4 on d2, ...); a2..a5 end at 10 and
-// leave n2 (d1), n3 n4 (d2) and n5 (d3) free. E (4 nodes, at 5, 100 s) and
-// F (1 node, at 6, 100 s) wait.
-//   block:     E starts at 10 on the whole-cluster aggregate, blocks best
-//              fit: d2 (n3 n4), then the first of the largest, d1 (n2),
-//              then d3 (n5): three domains. F follows at 110 when E ends,
-//              on n2 (d1 has the fewest free).
-//   block-seg: E is --segment=2, two segments of 2, and only d2 has two
-//              free nodes: E waits for a1 a6 a7 a8 (1000) and takes d1 d2.
-//              Its reservation on nodes is d1 d2 at 1000; F ends by then and
-//              backfills at 10 on n2. Counted in GPUs the reservation is met
-//              at 10 already (16 GPUs free, none spare), so there F, which
-//              would run past 10, waits with E until 1000 (then n5, d3).
-TEST(SimReservation, BlockSegWaitsForWholeSegmentsAndNodeRuleBackfillsMeanwhile)
+// fewest free nodes, ties to the last: a1 a2 on d4, a3 a4 on d3, a5 a6 on
+// d2, a7 a8 on d1); a2..a5 end at 10 and leave n8 (d4), n5 n6 (d3) and
+// n3 (d2) free. E (4 nodes, at 5, 100 s) and F (1 node, at 6, 100 s) wait.
+//   block:     E is level 1 (pairs of blocks): d1+d2 has 1 free node,
+//              d3+d4 3, so E waits (ESLURM_TOPO_NO_FIT), four nodes free
+//              or not, until a1 a6 a7 a8 end at 1000: the last of the
+//              tied pairs, d3+d4. Its reservation on nodes is d3+d4 at
+//              1000; F ends by then and backfills at 10 on n8 (d4 and d2
+//              have the fewest free, the last). Counted in GPUs the
+//              reservation is met at 10 already (16 GPUs free, none
+//              spare), so there F, which would run past 10, waits with E
+//              until 1000 (then n3, d2 the last of the emptied).
+//   block-seg: E is --segment=2, two segments of 2: only d3 has two free
+//              nodes at 10, so the same.
+TEST(SimReservation, BlockWaitsForAWholeBlockAndNodeRuleBackfillsMeanwhile)
 {
     const Trace t = trace_of({{"a1", 0, 1000, 4}, {"a2", 0, 10, 4}, {"a3", 0, 10, 4}, {"a4", 0, 10, 4},
                               {"a5", 0, 10, 4}, {"a6", 0, 1000, 4}, {"a7", 0, 1000, 4}, {"a8", 0, 1000, 4},
                               {"E", 5, 100, 16}, {"F", 6, 100, 4}});
-    for (bool by_nodes : {true, false}) {
-        SCOPED_TRACE(by_nodes ? "nodes" : "gpus");
-        SimOptions o;
-        o.reserve_nodes = by_nodes;
-        o.policy = SimPolicy::Block;
-        SimResult r = simulate(tiny(), t, o);
-        for (int i = 1; i <= 8; ++i)
-            EXPECT_EQ(job(r, "a" + std::to_string(i)).placed, Nodes{i - 1});
-        EXPECT_EQ(job(r, "E").start, 10);
-        EXPECT_EQ(job(r, "E").placed, (Nodes{1, 2, 3, 4}));
-        EXPECT_EQ(job(r, "E").domains, 3);
-        EXPECT_EQ(job(r, "F").start, 110);
-        EXPECT_EQ(job(r, "F").placed, Nodes{1});
-        EXPECT_EQ(r.backfilled, 0);
-
-        o.policy = SimPolicy::BlockSeg;
-        r = simulate(tiny(), t, o);
-        EXPECT_EQ(job(r, "E").start, 1000);
-        EXPECT_EQ(job(r, "E").placed, (Nodes{0, 1, 2, 3}));
-        EXPECT_EQ(job(r, "E").domains, 2);
-        EXPECT_EQ(job(r, "F").start, by_nodes ? 10 : 1000);
-        EXPECT_EQ(job(r, "F").placed, by_nodes ? Nodes{1} : Nodes{4});
-        EXPECT_EQ(job(r, "F").backfilled, by_nodes);
-    }
+    for (SimPolicy p : {SimPolicy::Block, SimPolicy::BlockSeg})
+        for (bool by_nodes : {true, false}) {
+            SCOPED_TRACE(std::string(to_string(p)) + (by_nodes ? " nodes" : " gpus"));
+            SimOptions o;
+            o.reserve_nodes = by_nodes;
+            o.policy = p;
+            const SimResult r = simulate(tiny(), t, o);
+            const int at[] = {6, 7, 4, 5, 2, 3, 0, 1};
+            for (int i = 1; i <= 8; ++i)
+                EXPECT_EQ(job(r, "a" + std::to_string(i)).placed, Nodes{at[i - 1]});
+            EXPECT_EQ(job(r, "E").start, 1000);
+            EXPECT_EQ(job(r, "E").placed, (Nodes{4, 5, 6, 7}));
+            EXPECT_EQ(job(r, "E").domains, 2);
+            EXPECT_EQ(job(r, "F").start, by_nodes ? 10 : 1000);
+            EXPECT_EQ(job(r, "F").placed, by_nodes ? Nodes{7} : Nodes{2});
+            EXPECT_EQ(job(r, "F").backfilled, by_nodes);
+            EXPECT_EQ(r.backfilled, by_nodes ? 1 : 0);
+        }
 }
 
 // J0 (3 nodes, 100 s) and J1 (3 nodes, 1000 s) start at 0; H (4 nodes, at
@@ -608,15 +710,19 @@ TEST(SimReservation, BlockSegWaitsForWholeSegmentsAndNodeRuleBackfillsMeanwhile)
 //              d2 (n3); J1 likewise d3 + n7 under leaf2. nodes: as tree.
 //              gpus: B to the first domain with the fewest free, d2 (n4);
 //              H at 100 on d1, d2's n3 and d4's n8: three domains.
-//   block:     J0 the aggregate d1+d2 (n1..n3), J1 d3+d4 (n5..n7); then as
-//              tree-nvl: nodes H on d1+d2, B on n8; gpus B n4, H n1..n3+n8.
+//   block:     J0 level 1, the last of the tied pairs, d3+d4: d4 (the
+//              last of the fullest) then n5; J1 d1+d2: n3 n4 then n1. H
+//              waits with n2 and n6 free. nodes: at 100 only d3+d4 holds
+//              H: its reservation n5..n8; B takes n2. gpus: B goes to the
+//              last of the emptiest blocks, d3 (n6), and H waits for it
+//              to end at 502.
 //   block-seg: J0 and J1 (3 nodes, a prime) are three 1-node segments,
-//              each to the block with the fewest free: J0 n1 n2 (d1) n3
-//              (d2), J1 n4 (d2) n5 n6 (d3). H is two segments of 2: at 100
-//              only d1 and d4 have two free nodes, so H's reservation is
-//              n1 n2 n7 n8, both free now nodes are in it, and B waits; H
-//              starts at 100 and B after it (n3). gpus: B takes n7 (d4, the
-//              only block with a free node) and H, with one whole block at
+//              each to the block with the fewest free, ties to the last:
+//              J0 n7 n8 (d4) n5 (d3), J1 n6 (d3) n3 n4 (d2). H is two
+//              segments of 2: at 100 d1 and d4 have two free nodes, so
+//              its reservation is n1 n2 n7 n8, the only node free now (n1
+//              or n2) is in it, and B waits; H starts at 100 and B after
+//              it (n5). gpus: B takes n1 and H, with one whole block at
 //              100, waits for B to end at 502.
 //   firstfit:  J0 n1..n3, J1 n4..n6. nodes: H's reservation is the first 4
 //              free at 100, n1..n3 + n7; B takes n8. gpus: B takes n7, H
@@ -640,10 +746,10 @@ TEST(SimReservation, EveryPolicyKeepsTheHeadsNodesFree)
         {SimPolicy::Tree, false, {4, 5, 6}, {0, 1, 2, 7}, {3}, 100, 2},
         {SimPolicy::TreeNvl, true, {4, 5, 6}, {0, 1, 2, 3}, {7}, 100, 2},
         {SimPolicy::TreeNvl, false, {4, 5, 6}, {0, 1, 2, 7}, {3}, 100, 2},
-        {SimPolicy::Block, true, {4, 5, 6}, {0, 1, 2, 3}, {7}, 100, 2},
-        {SimPolicy::Block, false, {4, 5, 6}, {0, 1, 2, 7}, {3}, 100, 2},
-        {SimPolicy::BlockSeg, true, {3, 4, 5}, {0, 1, 6, 7}, {2}, 100, 100},
-        {SimPolicy::BlockSeg, false, {3, 4, 5}, {0, 1, 6, 7}, {6}, 502, 2},
+        {SimPolicy::Block, true, {0, 2, 3}, {4, 5, 6, 7}, {1}, 100, 2},
+        {SimPolicy::Block, false, {0, 2, 3}, {4, 5, 6, 7}, {5}, 502, 2},
+        {SimPolicy::BlockSeg, true, {2, 3, 5}, {0, 1, 6, 7}, {4}, 100, 100},
+        {SimPolicy::BlockSeg, false, {2, 3, 5}, {0, 1, 6, 7}, {0}, 502, 2},
         {SimPolicy::FirstFit, true, {3, 4, 5}, {0, 1, 2, 6}, {7}, 100, 2},
         {SimPolicy::FirstFit, false, {3, 4, 5}, {0, 1, 2, 7}, {6}, 100, 2},
         {SimPolicy::M2G, true, {4, 5, 6}, {0, 1, 2, 3}, {7}, 100, 2},
@@ -655,7 +761,8 @@ TEST(SimReservation, EveryPolicyKeepsTheHeadsNodesFree)
         o.policy = w.p;
         o.reserve_nodes = w.by_nodes;
         const SimResult r = simulate(tiny(), t, o);
-        EXPECT_EQ(job(r, "J0").placed, (Nodes{0, 1, 2}));
+        const bool block = w.p == SimPolicy::Block || w.p == SimPolicy::BlockSeg;
+        EXPECT_EQ(job(r, "J0").placed, block ? (Nodes{4, 6, 7}) : (Nodes{0, 1, 2}));
         EXPECT_EQ(job(r, "J1").placed, w.j1);
         EXPECT_EQ(job(r, "H").placed, w.h);
         EXPECT_EQ(job(r, "B").placed, w.b);
