@@ -379,8 +379,14 @@ DR_SEEDS = [1, 2, 3, 4, 5]
 DR_INFERENCE = 20  # percent of jobs run as --m2g-class=inference (non-deferrable), by a hash of the job id
 # id, cut (percent of the site budget), hours, notice (hours before the start)
 DR_EVENTS = [("dr-25pct-3h", 25, 3, 2), ("dr-30pct-10h", 30, 10, 4)]
-DR_MODES = [("m2g", "off"), ("m2g", "enforce"), ("m2g", "requeue"), ("tree", None), ("block", None),
-            ("firstfit", None)]
+DR_MODES = [("m2g", "off"), ("m2g", "enforce"), ("m2g", "enforce-real"), ("m2g", "requeue"), ("tree", None),
+            ("block", None), ("firstfit", None)]
+# A mode that runs another's m2g.conf with what a live controller knows
+# instead of the oracle: the class's power estimate, not each job's draw,
+# and time limits (twice the run time, rounded up to a whole hour), not
+# run times (doc/simulator.md, What the controller knows).
+REALISTIC = ["--planner-power", "class", "--time-limit-factor", "2"]
+DR_VIEW = {"enforce-real": ("enforce", REALISTIC)}
 DR_CONF = {"off": "CurtailMode=off", "enforce": "CurtailMode=enforce",
            "requeue": "CurtailMode=enforce\nClassName=training Curtail=requeue"}
 
@@ -388,7 +394,7 @@ DR_CONF = {"off": "CurtailMode=off", "enforce": "CurtailMode=enforce",
 def demand_response(run, a, cluster, md, results, rev, charts=True):
     seeds = [1] if a.quick else DR_SEEDS
     events = DR_EVENTS[:1] if a.quick else DR_EVENTS
-    modes = DR_MODES[:2] if a.quick else DR_MODES
+    modes = DR_MODES[:3] if a.quick else DR_MODES
     share = ["--class-share", "inference=%d" % DR_INFERENCE]
     confs = {}
     for name, extra in DR_CONF.items():
@@ -431,7 +437,11 @@ def demand_response(run, a, cluster, md, results, rev, charts=True):
         md.append("| %d | %.1f | %.0f | %.1f | %.0f |" % (seed, p975, start, d0, budget))
     md += ["",
            "Modes: `off` is m2g as before (admission defers deferrable starts; running jobs keep their power); "
-           "`enforce` adds curtailment with the default classes; `requeue` is `enforce` with `ClassName=training "
+           "`enforce` adds curtailment with the default classes, its planner handed each job's simulated draw and "
+           "every job's run time as its time limit (an oracle); `enforce-real` is `enforce` with what a live "
+           "controller knows (`" + " ".join(REALISTIC) + "`): the planner sees each job's class estimate, not its "
+           "draw, and admission and select/m2g see time limits of twice the run time rounded up to a whole hour; "
+           "`requeue` is `enforce` (oracle) with `ClassName=training "
            "Curtail=requeue` (checkpoint signal, requeue after 120 s, work since the last 30-minute checkpoint and a "
            "5-minute restart lost). tree, block and firstfit see no feed: controls for what the site would draw "
            "without m2g. The cost columns compare each curtailing run with the `off` run of the same seed "
@@ -467,8 +477,9 @@ def demand_response(run, a, cluster, md, results, rev, charts=True):
                 plog = None
                 if seed == seeds[0] and mode in ("off", "enforce", None) and pol in ("m2g", "tree"):
                     plog = logs[(pol, mode)] = os.path.join(run.tmp, "%s-%s-%s.csv" % (ev_id, pol, mode))
-                r = run.simulate(confs[mode] if mode else cluster, pol, 8, 0.8, timeline=timelines[seed], seed=seed,
-                                 extra=extra, power_log=plog)
+                conf_mode, view = DR_VIEW.get(mode, (mode, []))
+                r = run.simulate(confs[conf_mode] if mode else cluster, pol, 8, 0.8, timeline=timelines[seed],
+                                 seed=seed, extra=extra + view, power_log=plog)
                 rows[(pol, mode)].append(r)
                 all_rows.append(r)
         results["dr"][ev_id] = rows
@@ -528,25 +539,30 @@ def demand_response(run, a, cluster, md, results, rev, charts=True):
 
 
 def dr_goal_rows(results):
-    """The demand-response rows of the goals table."""
+    """The demand-response rows of the goals table: with the oracle (enforce) and with what a live controller
+    knows (enforce-real)."""
     out = []
     for ev_id, rows in results["dr"].items():
-        enf = rows[("m2g", "enforce")]
-        late = {p: "%.0f s" % max(e0(r)["over_late_s"] for r in rows[(p, None)]) if (p, None) in rows else ""
-                for p in POLICIES if p != "m2g"}
-        worst = max(e0(r)["over_late_s"] for r in enf)
-        late["m2g"] = "%.0f s" % worst
-        out.append("| 0 s over budget after 30 s (worst seed) | %s, m2g CurtailMode=enforce | %s | %s |" % (
-            ev_id, " | ".join(late[p] for p in POLICIES), "yes" if worst == 0 else "no"))
-        loss = max(r["curtailment"]["nondeferrable_loss"] for r in enf)
-        ev_loss = max(r["curtailment"]["nondeferrable_event_loss"] for r in enf)
-        out.append(("| non-deferrable throughput loss < 1%% (worst seed, load window; during the event alone, "
-                    "noisy) | %s | %s (%s) |" + BLANKS + " %s |") % (
-                       ev_id, pct(loss), pct(ev_loss),
-                       "yes" + ("" if ev_loss < 0.01 else "; not during the event") if loss < 0.01 else "no"))
-        out.append(("| deferrable delay as small as possible (mean over seeds) | %s | %s h mean, %s h p95 |" + BLANKS +
-                    " reported |") % (ev_id, hours(mean([r["curtailment"]["deferrable_delay_mean_s"] for r in enf])),
-                                   hours(mean([r["curtailment"]["deferrable_delay_p95_s"] for r in enf]))))
+        for mode, view in (("enforce", "oracle"), ("enforce-real", "controller's view")):
+            if ("m2g", mode) not in rows:
+                continue
+            enf = rows[("m2g", mode)]
+            late = {p: "%.0f s" % max(e0(r)["over_late_s"] for r in rows[(p, None)]) if (p, None) in rows else ""
+                    for p in POLICIES if p != "m2g"}
+            worst = max(e0(r)["over_late_s"] for r in enf)
+            late["m2g"] = "%.0f s" % worst
+            out.append("| 0 s over budget after 30 s (worst seed) | %s, m2g CurtailMode=enforce, %s | %s | %s |" % (
+                ev_id, view, " | ".join(late[p] for p in POLICIES), "yes" if worst == 0 else "no"))
+            loss = max(r["curtailment"]["nondeferrable_loss"] for r in enf)
+            ev_loss = max(r["curtailment"]["nondeferrable_event_loss"] for r in enf)
+            out.append(("| non-deferrable throughput loss < 1%% (worst seed, load window; during the event alone, "
+                        "noisy) | %s, %s | %s (%s) |" + BLANKS + " %s |") % (
+                           ev_id, view, pct(loss), pct(ev_loss),
+                           "yes" + ("" if ev_loss < 0.01 else "; not during the event") if loss < 0.01 else "no"))
+            out.append(("| deferrable delay as small as possible (mean over seeds) | %s, %s | %s h mean, %s h p95 |" +
+                        BLANKS + " reported |") % (
+                           ev_id, view, hours(mean([r["curtailment"]["deferrable_delay_mean_s"] for r in enf])),
+                           hours(mean([r["curtailment"]["deferrable_delay_p95_s"] for r in enf]))))
     return out
 
 

@@ -24,7 +24,7 @@ namespace {
 
 struct SimulateArgs {
     std::string conf, trace, policy = "m2g", timeline, power_cdf, power_cluster = "kalos", job_log, cap_speed,
-        power_log, reservation = "nodes", block_sizes;
+        power_log, reservation = "nodes", block_sizes, planner_power = "exact";
     std::vector<std::string> class_shares;  // CLASS=PCT
     SimOptions opts;
     bool json = false, no_baseline = false;
@@ -43,6 +43,7 @@ void run_simulate(const SimulateArgs& a)
     SimOptions o = a.opts;
     o.policy = parse_sim_policy(a.policy);
     o.reserve_nodes = a.reservation == "nodes";
+    o.planner_exact_power = a.planner_power == "exact";
     if (a.block_sizes == "slurm-default") {
         o.block_sizes = {0};
     } else if (!a.block_sizes.empty()) {
@@ -118,6 +119,14 @@ void add_power_options(CLI::App* simulate, SimulateArgs& sim)
                          "DR events enter m2g's feed this many seconds before they start (default: from the start "
                          "of the run)")
         ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
+    simulate->add_option("--time-limit-factor", sim.opts.time_limit_factor,
+                         "each job's time limit as m2g sees it: its run time times F rounded up to a whole hour "
+                         "(0, default: the run time itself, an oracle)")
+        ->check(CLI::Range(0.0, 1000.0));
+    simulate->add_option("--planner-power", sim.planner_power,
+                         "what the curtailment planner knows of a job's draw: exact (the simulated draw, default) "
+                         "or class (its class's estimate, as m2g-curtaild without a per-job meter)")
+        ->check(CLI::IsMember({"exact", "class"}));
     simulate->add_option("--actuation-delay", sim.opts.actuation_delay_s,
                          "curtailment: seconds from a plan to its effect on the jobs (default 3)")
         ->check(CLI::Range(0.0, 3600.0));

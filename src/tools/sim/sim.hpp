@@ -119,6 +119,17 @@ struct SimOptions {
     // against every event whether announced or not.
     int64_t event_notice_s = -1;
 
+    // What m2g's controllers know (doc/simulator.md, What the controller
+    // knows). time_limit_factor 0: every job's time limit is its run time
+    // (the oracle); F > 0: its run time times F rounded up to a whole hour,
+    // the limit a user would have asked for (admission, select/m2g and the
+    // curtailment planner read it; jobs still end when their work is done).
+    double time_limit_factor = 0;
+    // true: the curtailment planner is handed each job's simulated draw
+    // (the oracle); false: the class estimate (power_w_per_gpu()), what
+    // m2g-curtaild knows of a job without a per-job meter.
+    bool planner_exact_power = true;
+
     // Curtailment (m2g with CurtailMode=monitor or enforce; doc/simulator.md).
     double actuation_delay_s = 3;  // from a plan to its effect on the jobs (caps, suspend, resume)
     // Nodes without a working m2g-nodeagent (hostlist expressions): a cap

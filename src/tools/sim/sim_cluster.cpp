@@ -376,8 +376,17 @@ JobFacts Simulator::facts_of(int j)
     f.nodes = jobs[j].nodes;
     f.min_nodes = jobs[j].nodes;
     f.gpus_per_node = jobs[j].gpus_per_node;
-    f.time_limit_s = static_cast<int64_t>(std::ceil(duration[j]));
+    f.time_limit_s = time_limit_of(j);
     return f;
+}
+
+// The time limit m2g sees for job j: its run time (the oracle), or with
+// time_limit_factor F its run time times F rounded up to a whole hour.
+int64_t Simulator::time_limit_of(int j) const
+{
+    if (opts.time_limit_factor <= 0)
+        return static_cast<int64_t>(std::ceil(duration[j]));
+    return static_cast<int64_t>(std::ceil(duration[j] * opts.time_limit_factor / 3600.0)) * 3600;
 }
 
 }  // namespace sim

@@ -134,13 +134,13 @@ bool Simulator::submit(int j, double now)
         return true;
     SimJobResult& job = jobs[j];
     // The job as job_submit/m2g sees it: its class's SPANK variables, whole
-    // nodes, its run time as its limit; no --begin, --deadline or account
+    // nodes, its time limit (time_limit_of); no --begin, --deadline or account
     // in a trace.
     Submission sub;
     sub.intent = class_intent[cls_of[j]];
     sub.nodes = job.nodes;
     sub.gpus = job.gpus;
-    sub.time_limit_s = static_cast<int64_t>(std::ceil(duration[j]));
+    sub.time_limit_s = time_limit_of(j);
     const int64_t e = epoch(now);
     const SubmitAnswer a = admission.submit(sub, e);
     if (a.refused()) {
@@ -169,7 +169,7 @@ ReleaseAction Simulator::release_rules(int j, double now)
         q.intent = class_intent[cls_of[j]];
         q.nodes = jobs[j].nodes;
         q.gpus = jobs[j].gpus;
-        q.time_limit_s = static_cast<int64_t>(std::ceil(duration[j]));
+        q.time_limit_s = time_limit_of(j);
         return q;
     };
     const ReleaseAction a = admission.reevaluate(f, epoch(now));
@@ -418,8 +418,11 @@ bool Simulator::plan_round(double now)
     }
     std::vector<CurtailJob> list;
     list.reserve(live.size());
-    for (int j : live)
+    for (int j : live) {
         list.push_back(cj[j]);
+        if (!opts.planner_exact_power)
+            list.back().w_gpu = 0;  // the class estimate: no per-job meter
+    }
     SimActuator act(m, no_agent);
     const CurtailTickResult t = tick.run(m, curtail_view(now), list, cstate, act, epoch(now));
     r.curtail_plans += t.plans;

@@ -87,6 +87,7 @@ class Simulator {
     int usable_nodes(int per_node);
     const std::vector<uint8_t>& usable_for(int per_node);
     JobFacts facts_of(int j);
+    int64_t time_limit_of(int j) const;
 
     // ---- queue, placement, backfill (sim_queue.cpp) --------------------------
     void push_timeline_events();

@@ -383,3 +383,58 @@ TEST(SimCurtail, ACapThatFailsIsReplannedAsASuspension)
     o.no_agent = {"zz9"};
     EXPECT_THROW(simulate(m, trace_of({{"A", 0, 1000, 16}}), o), Error);
 }
+
+// What the controller knows (doc/simulator.md): every GPU here draws 600 W,
+// the training class's estimate is 413 W. Handed the real draw (the
+// oracle), the planner sees that capping both jobs saves enough; handed
+// the class estimate, it counts on smaller savings from the caps and also
+// suspends t1, work the oracle kept running. Both meet the event when
+// the actions land (3 s).
+TEST(SimCurtail, ThePlannerSeesClassEstimatesOrTheOracle)
+{
+    const Model m = tiny_with("CurtailMode=enforce");
+    const Signals f = feed(m, 16, 100, 1000, 8);
+    PowerCdf flat;
+    flat.source = "flat";
+    flat.points = {{0, 600}, {100, 600}};
+    SimOptions o = opts_for(f);
+    o.power = &flat;
+    const Trace t = trace_of({{"t1", 0, 2000, 16}, {"t2", 0, 2000, 8}});
+    const SimResult exact = simulate(m, t, o);
+    o.planner_exact_power = false;
+    const SimResult est = simulate(m, t, o);
+    ASSERT_EQ(exact.events.size(), 1u);
+    ASSERT_EQ(est.events.size(), 1u);
+    EXPECT_DOUBLE_EQ(job(exact, "t1").w_gpu, 600);
+    EXPECT_DOUBLE_EQ(job(est, "t1").w_gpu, 600);  // the jobs draw the same: only the planner's view differs
+    for (const SimResult* r : {&exact, &est}) {
+        EXPECT_DOUBLE_EQ(r->events[0].response_s, o.actuation_delay_s);
+        EXPECT_DOUBLE_EQ(r->events[0].over_late_s, 0);
+        EXPECT_EQ(job(*r, "t1").caps, 1);
+        EXPECT_EQ(job(*r, "t2").caps, 1);
+        EXPECT_EQ(job(*r, "t2").suspends, 0);
+    }
+    EXPECT_EQ(job(exact, "t1").suspends, 0);
+    EXPECT_EQ(job(est, "t1").suspends, 1);
+    EXPECT_GT(job(est, "t1").end, job(exact, "t1").end);
+}
+
+// Time limits: with --time-limit-factor 2 a job of 1000 s asks for 1 h,
+// so select/m2g's gate holds it from a maintenance window 3000 s ahead
+// that its run time alone would have fitted before.
+TEST(SimCurtail, TimeLimitsFromTheFactorReachTheGate)
+{
+    const Model m = tiny_with("");
+    const Signals f = parse_signals(
+        "{\"schema\":\"m2g.signals/v1\",\"generated_at\":" + std::to_string(kT0) +
+            ",\"maintenance\":[{\"id\":\"mw\",\"start\":" + std::to_string(kT0 + 3000) +
+            ",\"end\":" + std::to_string(kT0 + 4000) + ",\"nodes\":\"n[1-8]\"}]}",
+        "feed", m, kT0);
+    SimOptions o = opts_for(f);
+    const Trace t = trace_of({{"j", 0, 1000, 4}});
+    EXPECT_EQ(job(simulate(m, t, o), "j").start, 0);
+    o.time_limit_factor = 2;
+    EXPECT_GE(job(simulate(m, t, o), "j").start, 4000);
+    o.time_limit_factor = 0.5;  // 500 s, rounded up to 1 h: also past 3000
+    EXPECT_GE(job(simulate(m, t, o), "j").start, 4000);
+}
