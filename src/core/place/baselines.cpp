@@ -32,47 +32,24 @@ class FirstFitPlacer : public Placer {
     std::vector<int> order_;
 };
 
-// Takes `units` from the candidate buckets best fit first: the smallest
-// bucket that holds the remainder, else the fullest (ties: lowest index),
-// nodes in rank order inside a bucket.
-void take_best_fit(const std::vector<int>& cand, const std::vector<int>& bucket_free,
-                   const std::vector<std::vector<int>>& bucket_nodes, const std::vector<uint8_t>& free, int need,
-                   std::vector<int>& out)
-{
-    std::vector<uint8_t> used(cand.size(), 0);
-    while (need > 0) {
-        int fit = -1, largest = -1;
-        for (size_t k = 0; k < cand.size(); ++k) {
-            const int f = bucket_free[cand[k]];
-            if (used[k] || f <= 0)
-                continue;
-            if (f >= need && (fit < 0 || f < bucket_free[cand[fit]]))
-                fit = static_cast<int>(k);
-            if (largest < 0 || f > bucket_free[cand[largest]])
-                largest = static_cast<int>(k);
-        }
-        const int k = fit >= 0 ? fit : largest;
-        if (k < 0)
-            return;
-        used[k] = 1;
-        int take = std::min(need, bucket_free[cand[k]]);
-        need -= take;
-        for (int n : bucket_nodes[cand[k]]) {
-            if (take == 0)
-                break;
-            if (free[n]) {
-                out.push_back(n);
-                --take;
-            }
-        }
-    }
-}
-
-// cons_tres with topology/tree on the switches of a topology.conf: the
-// lowest switch with enough free nodes (fewest free first, then list
-// order), then the level-0 switches below it (the ones holding nodes)
-// best fit. Nodes under no switch are never placed: Slurm wants every
-// node under a switch and spans a job only under a common one.
+// cons_tres with topology/tree as Slurm 26.05's _eval_nodes_topo()
+// (topology/tree/eval_nodes_tree.c, TopologyParam unset) evaluates a job
+// of whole nodes, every node of equal weight, on the switches of a
+// topology.conf in its order:
+//   the top switch: the highest-level one with enough free nodes, ties to
+//     the last; none: ESLURM_TOPO_INSUFFICIENT_RESOURCES, EVAL_ACTION_BREAK
+//     (the job waits); only the nodes under it count from then on;
+//   then level-0 switches one at a time (_topo_choose_best_switch()): the
+//     first with free nodes, replaced by a later one that is closer in
+//     switch hops to those already chosen (_topo_add_dist()) and holds
+//     the rest, or as close and a better fit (_topo_compare_switches():
+//     both hold the rest, the fewer free nodes; one does, that one;
+//     neither, their parents compared the same way, then the more free
+//     nodes, then the lower level); each gives its free nodes in node
+//     order, and its count comes off its ancestors (_decrement_node_cnt()).
+// Nodes under no switch are never placed. Where Slurm would climb past a
+// root (two level-0 switches at different depths, neither holding the
+// rest), the comparison stops there.
 class TreePlacer : public Placer {
   public:
     struct Sw {
@@ -102,57 +79,164 @@ class TreePlacer : public Placer {
     }
     TreePlacer(const Model& m, std::vector<Sw> sw) : sw_(std::move(sw))
     {
-        for (size_t s = 0; s < sw_.size(); ++s)
+        const int ns = static_cast<int>(sw_.size());
+        for (int s = 0; s < ns; ++s)
             if (sw_[s].level == 0) {
-                std::vector<int> nodes = sw_[s].nodes;
-                std::sort(nodes.begin(), nodes.end(),
+                std::sort(sw_[s].nodes.begin(), sw_[s].nodes.end(),
                           [&](int a, int b) { return m.nodes[a].rank < m.nodes[b].rank; });
-                leaf_of_switch_.push_back(static_cast<int>(s));
-                leaf_nodes_.push_back(std::move(nodes));
+                leaf_of_switch_.push_back(s);
             }
         node_leaf_.assign(m.nodes.size(), kNone);
-        for (size_t l = 0; l < leaf_nodes_.size(); ++l)
-            for (int n : leaf_nodes_[l])
+        for (size_t l = 0; l < leaf_of_switch_.size(); ++l)
+            for (int n : sw_[leaf_of_switch_[l]].nodes)
                 node_leaf_[n] = static_cast<int>(l);
-        subtree_leaves_.resize(sw_.size());
+        subtree_leaves_.resize(ns);
         for (size_t l = 0; l < leaf_of_switch_.size(); ++l)
             for (int s = leaf_of_switch_[l]; s != kNone; s = sw_[s].parent)
                 subtree_leaves_[s].push_back(static_cast<int>(l));
-        leaf_free_.resize(leaf_nodes_.size());
+        // Hops between switches through the tree; kFar across trees (Slurm's
+        // switches_dist, INFINITE).
+        std::vector<int> depth(ns, 0), root(ns);
+        for (int s = 0; s < ns; ++s) {
+            int r = s;
+            while (sw_[r].parent != kNone) {
+                r = sw_[r].parent;
+                ++depth[s];
+            }
+            root[s] = r;
+        }
+        dist_.assign(static_cast<size_t>(ns) * ns, kFar);
+        for (int a = 0; a < ns; ++a)
+            for (int b = 0; b < ns; ++b) {
+                if (root[a] != root[b])
+                    continue;
+                int x = a, y = b, hops = 0;
+                while (x != y) {
+                    if (depth[x] >= depth[y] && sw_[x].parent != kNone) {
+                        x = sw_[x].parent;
+                    } else {
+                        y = sw_[y].parent;
+                    }
+                    ++hops;
+                }
+                dist_[static_cast<size_t>(a) * ns + b] = hops;
+            }
+        leaf_free_.resize(leaf_of_switch_.size());
+        cnt_.resize(ns);
+        far_.resize(ns);
     }
     bool place(int nodes, const std::vector<uint8_t>& free, std::vector<int>& out) override
     {
         out.clear();
+        const int ns = static_cast<int>(sw_.size());
         std::fill(leaf_free_.begin(), leaf_free_.end(), 0);
         for (size_t n = 0; n < free.size(); ++n)
             if (free[n] && node_leaf_[n] != kNone)
                 ++leaf_free_[node_leaf_[n]];
-        int best = -1, best_free = 0;
-        for (size_t s = 0; s < sw_.size(); ++s) {
-            int f = 0;
+        for (int s = 0; s < ns; ++s) {
+            cnt_[s] = 0;
             for (int l : subtree_leaves_[s])
-                f += leaf_free_[l];
-            if (f < nodes)
-                continue;
-            if (best < 0 || sw_[s].level < sw_[best].level || (sw_[s].level == sw_[best].level && f < best_free)) {
-                best = static_cast<int>(s);
-                best_free = f;
-            }
+                cnt_[s] += leaf_free_[l];
         }
-        if (best < 0)
+        // The top switch: the highest level with enough, ties to the last.
+        int top = -1;
+        for (int s = 0; s < ns; ++s)
+            if (cnt_[s] >= nodes && (top < 0 || sw_[s].level >= sw_[top].level))
+                top = s;
+        if (top < 0)
             return false;
-        take_best_fit(subtree_leaves_[best], leaf_free_, leaf_nodes_, free, nodes, out);
+        // Only the nodes under it from here on.
+        in_top_.assign(leaf_of_switch_.size(), 0);
+        for (int l : subtree_leaves_[top])
+            in_top_[l] = 1;
+        for (int s = 0; s < ns; ++s) {
+            cnt_[s] = 0;
+            for (int l : subtree_leaves_[s])
+                if (in_top_[l])
+                    cnt_[s] += leaf_free_[l];
+        }
+        std::fill(far_.begin(), far_.end(), 0);
+        int rem = nodes, prev = rem + 1;
+        while (rem > 0 && prev != rem) {
+            prev = rem;
+            int best = -1;
+            for (int s : leaf_of_switch_) {
+                // _topo_choose_best_switch()
+                if (best < 0 || far_[s] >= kFar || cnt_[s] == 0) {
+                    if (cnt_[s] > 0 && far_[s] < kFar)
+                        best = s;
+                    continue;
+                }
+                bool i_fit = false;
+                const int tcs = compare(s, best, rem, i_fit);
+                if ((far_[s] < far_[best] && i_fit) || (far_[s] == far_[best] && tcs > 0))
+                    best = s;
+            }
+            if (best < 0)
+                break;
+            for (int s = 0; s < ns; ++s) {  // _topo_add_dist()
+                const int d = dist_[static_cast<size_t>(best) * ns + s];
+                far_[s] = d >= kFar || far_[s] >= kFar ? kFar : far_[s] + d;
+            }
+            for (int n : sw_[best].nodes) {
+                if (rem == 0)
+                    break;
+                if (free[n]) {  // a level-0 switch is chosen once: its count goes to 0
+                    out.push_back(n);
+                    --rem;
+                }
+            }
+            const int k = cnt_[best];  // _decrement_node_cnt()
+            for (int s = best; s != kNone; s = sw_[s].parent)
+                cnt_[s] = cnt_[s] <= k ? 0 : cnt_[s] - k;
+            cnt_[best] = 0;
+        }
+        if (rem > 0) {
+            out.clear();
+            return false;
+        }
         std::sort(out.begin(), out.end());
-        return static_cast<int>(out.size()) == nodes;
+        return true;
     }
 
   private:
+    static constexpr int kFar = 1 << 28;
+    // _topo_compare_switches(): 1 when `i` is the better fit for `rem`
+    // nodes, -1 when `j` is, 0 when neither.
+    int compare(int i, int j, int rem, bool& i_fit) const
+    {
+        for (;;) {
+            const bool fi = cnt_[i] >= rem, fj = cnt_[j] >= rem;
+            i_fit = fi;
+            if (fi && fj) {
+                if (cnt_[i] != cnt_[j])
+                    return cnt_[i] < cnt_[j] ? 1 : -1;
+                break;
+            }
+            if (fi)
+                return 1;
+            if (fj)
+                return -1;
+            const int pi = sw_[i].parent, pj = sw_[j].parent;
+            if (pi == kNone || pj == kNone || pi == pj)
+                break;
+            i = pi;
+            j = pj;
+        }
+        if (cnt_[i] != cnt_[j])
+            return cnt_[i] > cnt_[j] ? 1 : -1;
+        if (sw_[i].level != sw_[j].level)
+            return sw_[i].level < sw_[j].level ? 1 : -1;
+        return 0;
+    }
+
     std::vector<Sw> sw_;
-    std::vector<int> leaf_of_switch_;
-    std::vector<std::vector<int>> leaf_nodes_;  // rank order
+    std::vector<int> leaf_of_switch_;  // switch index of each level-0 switch
     std::vector<int> node_leaf_;
     std::vector<std::vector<int>> subtree_leaves_;
-    std::vector<int> leaf_free_;
+    std::vector<int> dist_;  // hops, switch x switch
+    std::vector<int> leaf_free_, cnt_, far_;
+    std::vector<uint8_t> in_top_;
 };
 
 // Slurm 26.05's topology/block as eval_nodes_block() (topology/block/

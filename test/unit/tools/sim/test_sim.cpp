@@ -774,3 +774,65 @@ TEST(SimReservation, EveryPolicyKeepsTheHeadsNodesFree)
         EXPECT_EQ(job(r, "B").backfilled, w.b_start == 2);
     }
 }
+
+// topology/tree as Slurm 26.05's _eval_nodes_topo(), by hand from the
+// code. A domain D (a0..a3) under no switch, and a root R over two leaf
+// switches of three nodes each. A 4-node job: D and R both have room; the
+// top switch is the highest-level one, R, and its leaves are tied (neither
+// holds 4, same parent, same count), so the first, L1, then L2: b4..b7,
+// two leaves, where D alone would have held it. A 3-node job: R again;
+// both leaves hold 3 with the same count: the first, L1.
+TEST(SimTree, TopSwitchIsTheHighestWithRoomAsInEvalNodesTopo)
+{
+    const Model m = build_model(parse_m2g_conf("NodeName=a[0-3] Gpus=4\nNodeName=b[4-9] Gpus=4\n"
+                                               "DomainName=D Nodes=a[0-3]\n"
+                                               "SwitchName=L1 Level=leaf Nodes=b[4-6]\n"
+                                               "SwitchName=L2 Level=leaf Nodes=b[7-9]\n"
+                                               "SwitchName=R Level=spine Switches=L[1-2]\n",
+                                               "t"));
+    auto placer = make_tree_placer(m, true);
+    auto names = [&](const std::vector<int>& nodes) {
+        std::string s;
+        for (int n : nodes)
+            s += (s.empty() ? "" : " ") + m.nodes[n].name;
+        return s;
+    };
+    std::vector<uint8_t> all(m.nodes.size(), 1);
+    std::vector<int> out;
+    ASSERT_TRUE(placer->place(4, all, out));
+    EXPECT_EQ(names(out), "b4 b5 b6 b7");
+    ASSERT_TRUE(placer->place(3, all, out));
+    EXPECT_EQ(names(out), "b4 b5 b6");
+    // With L1 and L2 half busy, R has 2 free nodes: the top is D.
+    std::vector<uint8_t> f = all;
+    for (const char* busy : {"b4", "b5", "b7", "b8"})
+        f[m.find_node(busy)] = 0;
+    ASSERT_TRUE(placer->place(3, f, out));
+    EXPECT_EQ(names(out), "a0 a1 a2");
+    EXPECT_FALSE(placer->place(5, f, out));  // 6 free, but no switch has 5: it waits
+}
+
+// Three levels (topology.conf order A1 A2 PA B1 PB R, the fabric alone):
+// a 5-node job's top is R; the seed is A1 (the first, and the fuller of
+// the two pods when neither holds 5); then A2, two hops from A1, beats B1,
+// four hops away, though B1 alone would hold the last two: A1 + A2 + one
+// node of B1. Best fit over R's leaves would have taken A1 + B1.
+TEST(SimTree, LeavesCloseToThoseChosenFirstAsInEvalNodesTopo)
+{
+    const Model m = build_model(parse_m2g_conf("NodeName=a[1-4] Gpus=4\nNodeName=b[1-2] Gpus=4\n"
+                                               "SwitchName=A1 Level=leaf Nodes=a[1-3]\n"
+                                               "SwitchName=A2 Level=leaf Nodes=a4\n"
+                                               "SwitchName=PA Level=spine Switches=A[1-2]\n"
+                                               "SwitchName=B1 Level=leaf Nodes=b[1-2]\n"
+                                               "SwitchName=PB Level=spine Switches=B1\n"
+                                               "SwitchName=R Level=core Switches=PA,PB\n",
+                                               "t"));
+    auto placer = make_tree_placer(m, false);
+    std::vector<uint8_t> all(m.nodes.size(), 1);
+    std::vector<int> out;
+    ASSERT_TRUE(placer->place(5, all, out));
+    std::string got;
+    for (int n : out)
+        got += (got.empty() ? "" : " ") + m.nodes[n].name;
+    EXPECT_EQ(got, "a1 a2 a3 a4 b1");
+}
