@@ -854,7 +854,7 @@ def main():
           "per job from the Acme 2023 kalos A100 power CDF (`../shared/data/acme2023_power_thermal_cdf.csv`), "
           "seed %d; FCFS + EASY backfill; every job `--m2g-class=training`" % SEED,
           "- policies and metrics: doc/simulator.md. `m2g` is the production engine (and, where a feed or budgets "
-          "exist, job_submit/m2g's decide() and select/m2g's gate()); the others are documented approximations.",
+          "exist, job_submit/m2g's decide() and select/m2g's gate()); the others follow Slurm 26.05's code for the parts doc/simulator.md names.",
           "- containment: share of jobs that fit one NVLink domain placed in one; span ratio: mean domains over "
           "the lower bound (jobs larger than a domain); stranded GPUs: time-averaged share of GPUs idle while a "
           "job waits; utilisation and stranding are averaged over the busy window (doc/simulator.md).", ""]

@@ -12,8 +12,9 @@
 //             the job's GPUs free, mode RunNow, the simulated clock, then
 //             job_started(); what it leaves to cons_tres (locality any)
 //             goes to the tree policy below;
-//   tree      an approximation of cons_tres with topology/tree on the
-//             fabric alone (leaf switches hold the nodes);
+//   tree      cons_tres with topology/tree as Slurm 26.05's
+//             _eval_nodes_topo() evaluates a job, on the fabric alone
+//             (leaf switches hold the nodes);
 //   tree-nvl  the same on what `m2g topology export --format=tree` writes:
 //             the NVLink domains are the lowest switches;
 //   block     Slurm 26.05 topology/block's eval_nodes_block() on the
