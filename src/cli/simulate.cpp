@@ -120,8 +120,8 @@ void add_power_options(CLI::App* simulate, SimulateArgs& sim)
                          "of the run)")
         ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
     simulate->add_option("--time-limit-factor", sim.opts.time_limit_factor,
-                         "each job's time limit as m2g sees it: its run time times F rounded up to a whole hour "
-                         "(0, default: the run time itself, an oracle)")
+                         "each job's time limit, as m2g and backfill see it: its run time times F rounded up to a "
+                         "whole hour (0, default: the run time itself, an oracle)")
         ->check(CLI::Range(0.0, 1000.0));
     simulate->add_option("--planner-power", sim.planner_power,
                          "what the curtailment planner knows of a job's draw: exact (the simulated draw, default) "

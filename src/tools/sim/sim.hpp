@@ -123,8 +123,9 @@ struct SimOptions {
     // What m2g's controllers know (doc/simulator.md, What the controller
     // knows). time_limit_factor 0: every job's time limit is its run time
     // (the oracle); F > 0: its run time times F rounded up to a whole hour,
-    // the limit a user would have asked for (admission, select/m2g and the
-    // curtailment planner read it; jobs still end when their work is done).
+    // the limit a user would have asked for (admission, select/m2g and
+    // backfill plan with it, as Slurm's does; jobs still end when their
+    // work is done).
     double time_limit_factor = 0;
     // true: the curtailment planner is handed each job's simulated draw
     // (the oracle); false: the class estimate (power_w_per_gpu()), what

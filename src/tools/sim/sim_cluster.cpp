@@ -380,6 +380,26 @@ JobFacts Simulator::facts_of(int j)
     return f;
 }
 
+double Simulator::plan_end(int j) const
+{
+    return opts.time_limit_factor > 0 ? last_start[j] + static_cast<double>(time_limit_of(j)) : jobs[j].end;
+}
+
+double Simulator::plan_len(int j) const
+{
+    return opts.time_limit_factor > 0 ? static_cast<double>(time_limit_of(j)) : duration[j];
+}
+
+const std::vector<std::pair<double, int>>& Simulator::planned_ends()
+{
+    plan_ends_.clear();
+    for (const auto& [end, j] : running)
+        plan_ends_.emplace_back(plan_end(j), j);
+    if (opts.time_limit_factor > 0)
+        std::sort(plan_ends_.begin(), plan_ends_.end());
+    return plan_ends_;
+}
+
 // The time limit m2g sees for job j: its run time (the oracle), or with
 // time_limit_factor F its run time times F rounded up to a whole hour.
 int64_t Simulator::time_limit_of(int j) const

@@ -352,7 +352,7 @@ int Simulator::will_run_free_at(int head, double now, double& shadow)
     const SimJobResult& h = jobs[head];
     const int g = std::max(h.gpus_per_node, 1);
     node_end.assign(m.nodes.size(), now);
-    for (const auto& [end, j] : running)
+    for (const auto& [end, j] : planned_ends())
         for (int n : jobs[j].placed)
             node_end[n] = std::max(node_end[n], end);
     fut_offer.resize(m.nodes.size());
@@ -391,7 +391,8 @@ bool Simulator::reserve_head(int head, double now, double& shadow)
     }
     const SimJobResult& h = jobs[head];
     const int g = std::max(h.gpus_per_node, 1);
-    ending.assign(running.begin(), running.end());
+    const std::vector<std::pair<double, int>>& by_end = planned_ends();
+    ending.assign(by_end.begin(), by_end.end());
     group_end.clear();
     for (size_t i = 0; i < ending.size(); ++i)
         if (i + 1 == ending.size() || ending[i + 1].first != ending[i].first)
@@ -505,7 +506,7 @@ bool Simulator::reserved_free_at(int head, double t)
 {
     const int g = std::max(jobs[head].gpus_per_node, 1);
     fut_free = node_free;
-    for (const auto& [end, j] : running) {
+    for (const auto& [end, j] : planned_ends()) {
         if (end > t)
             break;
         for (int n : jobs[j].placed)
@@ -585,7 +586,7 @@ void Simulator::schedule(double now)
         const int head_gpus = jobs[head].nodes * jobs[head].gpus_per_node;
         int avail = free_gpus;
         shadow = now;
-        for (const auto& [end, j] : running) {
+        for (const auto& [end, j] : planned_ends()) {
             if (avail >= head_gpus)
                 break;
             avail += jobs[j].nodes * jobs[j].gpus_per_node;
@@ -604,7 +605,7 @@ void Simulator::schedule(double now)
         if (!reserved_yet)
             reserve();
         const int g = jobs[j].nodes * jobs[j].gpus_per_node;
-        const bool ends_before = now + duration[j] <= shadow;
+        const bool ends_before = now + plan_len(j) <= shadow;
         const bool ok = ends_before ? try_place(j, now)
                         : by_nodes  ? try_place_outside(j, now)
                                     : g <= extra && try_place(j, now);

@@ -88,6 +88,14 @@ class Simulator {
     const std::vector<uint8_t>& usable_for(int per_node);
     JobFacts facts_of(int j);
     int64_t time_limit_of(int j) const;
+    // When backfill expects running job j to end: its end, or with time
+    // limits (time_limit_factor > 0) its start plus its limit, as Slurm's
+    // backfill plans with time limits.
+    double plan_end(int j) const;
+    // How long backfill expects job j to run: its run time, or its limit.
+    double plan_len(int j) const;
+    // The running jobs by plan_end(), for the reservation walks.
+    const std::vector<std::pair<double, int>>& planned_ends();
 
     // ---- queue, placement, backfill (sim_queue.cpp) --------------------------
     void push_timeline_events();
@@ -245,6 +253,7 @@ class Simulator {
     std::vector<int> fut_free, fut_try;
     std::vector<uint8_t> fut_offer;
     std::vector<double> node_end;  // will_run_free_at: per node, when its running jobs have ended
+    std::vector<std::pair<double, int>> plan_ends_;  // planned_ends()
     std::vector<std::vector<uint8_t>> usable_outside;
     std::vector<uint64_t> usable_outside_version;
     std::set<std::tuple<int, int, int, int>> failed_outside;

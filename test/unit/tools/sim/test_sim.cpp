@@ -160,6 +160,26 @@ TEST(SimBackfill, EasyReservationEveryPolicy)
     }
 }
 
+// The same trace with time limits (--time-limit-factor 2: every job asks
+// for 1 h): backfill plans with limits, as Slurm's does, so j0 is expected
+// to run to 3600 and j2, which asks for an hour too, no longer ends by
+// the head's shadow time; the head's reservation holds every node, so j2
+// waits. j0 really ends at 100: j1 starts then, and j2 and j3 at 110.
+TEST(SimBackfill, PlansWithTimeLimitsWhenJobsHaveThem)
+{
+    for (SimPolicy p : kAll) {
+        SCOPED_TRACE(to_string(p));
+        SimOptions o;
+        o.time_limit_factor = 2;
+        const SimResult r = run("backfill.csv", p, o);
+        EXPECT_EQ(job(r, "j0").start, 0);
+        EXPECT_EQ(job(r, "j1").start, 100);
+        EXPECT_EQ(job(r, "j2").start, 110);
+        EXPECT_EQ(job(r, "j3").start, 110);
+        EXPECT_EQ(r.backfilled, 0);
+    }
+}
+
 // Five jobs fill the cluster but n8; j0 ends at 100 and frees n1. j5 (2
 // nodes) could then run on n1 + n8, two NVLink domains. The tree
 // baselines and firstfit start it at 100; m2g (prefer:nvlink,
