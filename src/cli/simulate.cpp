@@ -123,6 +123,10 @@ void add_power_options(CLI::App* simulate, SimulateArgs& sim)
                          "each job's time limit, as m2g and backfill see it: its run time times F rounded up to a "
                          "whole hour (0, default: the run time itself, an oracle)")
         ->check(CLI::Range(0.0, 1000.0));
+    simulate->add_flag("--time-limits-from-trace", sim.opts.time_limits_from_trace,
+                       "each job's time limit is the trace's requested time (SWF field 9), as sbatch -t gave it; a "
+                       "job ends at its limit, as Slurm's TIMEOUT")
+        ->excludes("--time-limit-factor");
     simulate->add_option("--planner-power", sim.planner_power,
                          "what the curtailment planner knows of a job's draw: exact (the simulated draw, default) "
                          "or class (its class's estimate, as m2g-curtaild without a per-job meter)")

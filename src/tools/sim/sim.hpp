@@ -127,6 +127,10 @@ struct SimOptions {
     // backfill plan with it, as Slurm's does; jobs still end when their
     // work is done).
     double time_limit_factor = 0;
+    // true: every job's time limit is the trace's requested time (SWF field
+    // 9), as sbatch -t gave it to Slurm; a job running past it ends there
+    // (Slurm's TIMEOUT, OverTimeLimit=0). Excludes time_limit_factor.
+    bool time_limits_from_trace = false;
     // true: the curtailment planner is handed each job's simulated draw
     // (the oracle); false: the class estimate (power_w_per_gpu()), what
     // m2g-curtaild knows of a job without a per-job meter.
@@ -174,6 +178,7 @@ struct SimJobResult {
     int gpus_per_node = 0;   // GPUs taken on each of its nodes: ceil(gpus / nodes)
     double w_gpu = 0;        // power per GPU while it runs (W)
     double submit = 0;       // after --load
+    double limit = 0;        // time limit from the trace (s; 0: none); used with time_limits_from_trace
     double eligible = 0;     // when admission let it queue (submit unless deferred or paced)
     double start = -1;       // -1: rejected (can never fit, or admission rejected it)
     double end = -1;

@@ -172,6 +172,14 @@ void Simulator::build_jobs()
         j.gpus_per_node = static_cast<int>((g + j.nodes - 1) / j.nodes);
         j.submit = t.submit;
         j.end = t.duration;  // the duration, until the job runs
+        if (opts.time_limits_from_trace) {
+            if (t.limit <= 0)
+                throw Error("job " + t.id +
+                            ": no time limit in the trace (SWF field 9, requested time); "
+                            "--time-limits-from-trace needs one for every job");
+            j.limit = std::ceil(t.limit);
+            j.end = std::min(j.end, j.limit);  // Slurm ends it at its limit (TIMEOUT)
+        }
         jobs.push_back(std::move(j));
     }
     std::stable_sort(jobs.begin(), jobs.end(),
@@ -380,14 +388,19 @@ JobFacts Simulator::facts_of(int j)
     return f;
 }
 
+bool Simulator::plans_on_limits() const
+{
+    return opts.time_limit_factor > 0 || opts.time_limits_from_trace;
+}
+
 double Simulator::plan_end(int j) const
 {
-    return opts.time_limit_factor > 0 ? last_start[j] + static_cast<double>(time_limit_of(j)) : jobs[j].end;
+    return plans_on_limits() ? last_start[j] + static_cast<double>(time_limit_of(j)) : jobs[j].end;
 }
 
 double Simulator::plan_len(int j) const
 {
-    return opts.time_limit_factor > 0 ? static_cast<double>(time_limit_of(j)) : duration[j];
+    return plans_on_limits() ? static_cast<double>(time_limit_of(j)) : duration[j];
 }
 
 const std::vector<std::pair<double, int>>& Simulator::planned_ends()
@@ -395,15 +408,18 @@ const std::vector<std::pair<double, int>>& Simulator::planned_ends()
     plan_ends_.clear();
     for (const auto& [end, j] : running)
         plan_ends_.emplace_back(plan_end(j), j);
-    if (opts.time_limit_factor > 0)
+    if (plans_on_limits())
         std::sort(plan_ends_.begin(), plan_ends_.end());
     return plan_ends_;
 }
 
-// The time limit m2g sees for job j: its run time (the oracle), or with
-// time_limit_factor F its run time times F rounded up to a whole hour.
+// The time limit m2g sees for job j: its run time (the oracle), the
+// trace's (time_limits_from_trace), or with time_limit_factor F its run
+// time times F rounded up to a whole hour.
 int64_t Simulator::time_limit_of(int j) const
 {
+    if (opts.time_limits_from_trace)
+        return static_cast<int64_t>(jobs[j].limit);
     if (opts.time_limit_factor <= 0)
         return static_cast<int64_t>(std::ceil(duration[j]));
     return static_cast<int64_t>(std::ceil(duration[j] * opts.time_limit_factor / 3600.0)) * 3600;

@@ -88,6 +88,9 @@ class Simulator {
     const std::vector<uint8_t>& usable_for(int per_node);
     JobFacts facts_of(int j);
     int64_t time_limit_of(int j) const;
+    // Whether backfill and select/m2g plan with time limits rather than
+    // run times (time_limit_factor or time_limits_from_trace).
+    bool plans_on_limits() const;
     // When backfill expects running job j to end: its end, or with time
     // limits (time_limit_factor > 0) its start plus its limit, as Slurm's
     // backfill plans with time limits.

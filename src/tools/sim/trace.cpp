@@ -175,6 +175,7 @@ Trace parse_swf(std::string_view text, const std::string& file)
         j.submit = v[1];
         j.duration = v[3];
         j.gpus = static_cast<int>(procs);
+        j.limit = v[8] > 0 ? v[8] : 0;
         t.jobs.push_back(std::move(j));
     });
     return t;

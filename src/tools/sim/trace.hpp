@@ -5,7 +5,8 @@
 //     submit_s, duration_s and num_gpus are used, others are ignored);
 //   - the Standard Workload Format (SWF, Feitelson's Parallel Workloads
 //     Archive): 18 whitespace-separated fields per job, ';' comments; a
-//     processor counts as one GPU.
+//     processor counts as one GPU, the requested time (field 9) is the
+//     job's time limit.
 // Every error names file:line and says what is accepted.
 #pragma once
 
@@ -20,6 +21,7 @@ struct TraceJob {
     double submit = 0;    // seconds, any origin
     double duration = 0;  // seconds of run time, >= 0
     int gpus = 0;         // > 0
+    double limit = 0;     // time limit asked for (SWF field 9, requested time), seconds; 0: none given
 };
 
 struct Trace {

@@ -856,3 +856,45 @@ TEST(SimTree, LeavesCloseToThoseChosenFirstAsInEvalNodesTopo)
         got += (got.empty() ? "" : " ") + m.nodes[n].name;
     EXPECT_EQ(got, "a1 a2 a3 a4 b1");
 }
+
+// backfill.csv again with limits from the trace (--time-limits-from-trace,
+// SWF field 9): j2 asks for 60 s, so it ends by the head's shadow time
+// (2 + 60 <= 100) and is backfilled; asking for 120 s it would not, and
+// waits for j1 as in PlansWithTimeLimitsWhenJobsHaveThem. j3 runs 200 s
+// but asks for 150: Slurm ends it at its limit (TIMEOUT), and so does the
+// simulator. A job without a limit is an error that says what is needed.
+TEST(SimBackfill, TimeLimitsFromTheTrace)
+{
+    auto with_j2_limit = [](double j2_limit) {
+        return trace_of({{"j0", 0, 100, 24, 100},
+                         {"j1", 1, 10, 32, 20},
+                         {"j2", 2, 50, 8, j2_limit},
+                         {"j3", 3, 200, 8, 150}});
+    };
+    for (SimPolicy p : kAll) {
+        SCOPED_TRACE(to_string(p));
+        SimOptions o;
+        o.policy = p;
+        o.time_limits_from_trace = true;
+        const SimResult r = simulate(tiny(), with_j2_limit(60), o);
+        EXPECT_EQ(job(r, "j2").start, 2);
+        EXPECT_TRUE(job(r, "j2").backfilled);
+        EXPECT_EQ(job(r, "j1").start, 100);
+        EXPECT_EQ(job(r, "j3").start, 110);
+        EXPECT_EQ(job(r, "j3").end, 260);  // 110 + its 150 s limit, not its 200 s of work
+        const SimResult w = simulate(tiny(), with_j2_limit(120), o);
+        EXPECT_EQ(job(w, "j2").start, 110);
+        EXPECT_EQ(w.backfilled, 0);
+    }
+    SimOptions o;
+    o.time_limits_from_trace = true;
+    try {
+        simulate(tiny(), trace_of({{"j0", 0, 100, 4, 0}}), o);
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "job j0: no time limit in the trace (SWF field 9, requested time); --time-limits-from-trace "
+                  "needs one for every job");
+    }
+    EXPECT_DOUBLE_EQ(read_trace(kDir + "tiny.swf").jobs[0].limit, 100);
+}
