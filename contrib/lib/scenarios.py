@@ -383,9 +383,10 @@ DR_MODES = [("m2g", "off"), ("m2g", "enforce"), ("m2g", "enforce-real"), ("m2g",
             ("block", None), ("firstfit", None)]
 # A mode that runs another's m2g.conf with what a live controller knows
 # instead of the oracle: the class's power estimate, not each job's draw,
-# and time limits (twice the run time, rounded up to a whole hour), not
-# run times (doc/simulator.md, What the controller knows).
-REALISTIC = ["--planner-power", "class", "--time-limit-factor", "2"]
+# a meter reading 10 s old, and time limits (twice the run time, rounded up
+# to a whole hour), not run times (doc/simulator.md, What the controller
+# knows).
+REALISTIC = ["--planner-power", "class", "--meter-lag", "10", "--time-limit-factor", "2"]
 DR_VIEW = {"enforce-real": ("enforce", REALISTIC)}
 DR_CONF = {"off": "CurtailMode=off", "enforce": "CurtailMode=enforce",
            "requeue": "CurtailMode=enforce\nClassName=training Curtail=requeue"}
@@ -440,7 +441,9 @@ def demand_response(run, a, cluster, md, results, rev, charts=True):
            "`enforce` adds curtailment with the default classes, its planner handed each job's simulated draw and "
            "every job's run time as its time limit (an oracle); `enforce-real` is `enforce` with what a live "
            "controller knows (`" + " ".join(REALISTIC) + "`): the planner sees each job's class estimate, not its "
-           "draw, and admission and select/m2g see time limits of twice the run time rounded up to a whole hour; "
+           "draw, and a feed whose draw is 10 s old (an assumed BMS lag: every start, end and cap of the last 10 s "
+           "is missing from it), and admission and select/m2g see time limits of twice the run time rounded up to "
+           "a whole hour; "
            "`requeue` is `enforce` (oracle) with `ClassName=training "
            "Curtail=requeue` (checkpoint signal, requeue after 120 s, work since the last 30-minute checkpoint and a "
            "5-minute restart lost). tree, block and firstfit see no feed: controls for what the site would draw "

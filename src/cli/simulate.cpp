@@ -134,6 +134,10 @@ void add_power_options(CLI::App* simulate, SimulateArgs& sim)
     simulate->add_option("--actuation-delay", sim.opts.actuation_delay_s,
                          "curtailment: seconds from a plan to its effect on the jobs (default 3)")
         ->check(CLI::Range(0.0, 3600.0));
+    simulate->add_option("--meter-lag", sim.opts.meter_lag_s,
+                         "curtailment: the feed m2g-curtaild reads reports the draw of this many seconds ago, as a "
+                         "lagging meter or BMS would (default 0: the draw at the start of this second)")
+        ->check(CLI::Range(0.0, 3600.0));
     simulate->add_option("--no-agent", sim.opts.no_agent,
                          "curtailment: nodes (hostlist) without a working m2g-nodeagent: caps on jobs there fail, "
                          "and m2g-curtaild's loop suspends those jobs instead; repeatable");

@@ -138,6 +138,12 @@ struct SimOptions {
 
     // Curtailment (m2g with CurtailMode=monitor or enforce; doc/simulator.md).
     double actuation_delay_s = 3;  // from a plan to its effect on the jobs (caps, suspend, resume)
+    // The feed m2g-curtaild reads reports the draw of this many seconds ago
+    // (a BMS or meter that lags): its generated_at is that long past, and
+    // every change since (jobs started or ended, m2g's own caps) is not in
+    // it yet. 0: the draw at the start of this second, less m2g's own
+    // actions in that second.
+    double meter_lag_s = 0;
     // Nodes without a working m2g-nodeagent (hostlist expressions): a cap
     // on a job with a GPU there fails, as m2g-curtaild's would; the loop
     // marks the job and suspends it instead (curtail_tick.hpp).
@@ -266,6 +272,7 @@ struct SimResult {
     // Curtailment (m2g, CurtailMode not off; doc/simulator.md).
     std::string curtail_mode = "off";
     double actuation_delay_s = 0;
+    double meter_lag_s = 0;
     int curtail_plans = 0;        // plan_curtailment() calls
     int curtail_plans_skipped = 0;  // rounds on unchanged inputs after a plan with nothing to do
     int curtail_caps = 0, curtail_uncaps = 0, curtail_suspends = 0, curtail_resumes = 0, curtail_signals = 0,

@@ -78,6 +78,8 @@ void Simulator::check_options()
         throw Error("--class-share: the shares add up to " + num(share_sum) + "% of jobs, more than 100");
     if (opts.actuation_delay_s < 0 || !std::isfinite(opts.actuation_delay_s))
         throw Error("--actuation-delay: expected seconds, 0 or more");
+    if (opts.meter_lag_s < 0 || opts.meter_lag_s > 3600 || !std::isfinite(opts.meter_lag_s))
+        throw Error("--meter-lag: expected seconds, 0 to 3600");
     if (opts.checkpoint_interval_s < 0 || !std::isfinite(opts.checkpoint_interval_s))
         throw Error("--checkpoint-interval: expected seconds, 0 (never) or more");
     if (opts.restart_overhead_s < 0 || !std::isfinite(opts.restart_overhead_s))
@@ -320,6 +322,7 @@ void Simulator::runtime_state()
     enforce = curtail && ap.curtail_mode == CurtailMode::Enforce;
     r.curtail_mode = curtail ? to_string(ap.curtail_mode) : "off";
     r.actuation_delay_s = curtail ? opts.actuation_delay_s : 0;
+    r.meter_lag_s = curtail ? opts.meter_lag_s : 0;
     nj = curtail ? jobs.size() : 0;
     cj.resize(nj);
     for (auto* v : {&work_left, &rate_t, &speed, &w_now, &saved, &energy_ws})

@@ -101,6 +101,8 @@ void Simulator::book_power(const SimJobResult& job, double sign)
     const double kw_node = sign * job.w_gpu * job.gpus_per_node / 1000.0;
     for (int n : job.placed) {
         node_kw[n] += kw_node;
+        if (opts.meter_lag_s > 0)
+            draw_changes.push_back({clock_, n, kw_node});
         if (m.nodes[n].domain != kNone)
             domain_kw[m.nodes[n].domain] += kw_node;
     }
@@ -113,6 +115,8 @@ void Simulator::book_w(const SimJobResult& job, double dw)
     const double kw_node = dw * job.gpus_per_node / 1000.0;
     for (int n : job.placed) {
         node_kw[n] += kw_node;
+        if (opts.meter_lag_s > 0)
+            draw_changes.push_back({clock_, n, kw_node});
         if (m.nodes[n].domain != kNone)
             domain_kw[m.nodes[n].domain] += kw_node;
     }
@@ -266,12 +270,22 @@ SignalsView Simulator::curtail_view(double now)
     auto s = std::make_shared<Signals>(timeline_at(now));
     s->generated_at = e;
     feed_kw = node_kw;
-    for (int j : live)
-        if (cj[j].changed_at >= e && cj[j].w_gpu_before > 0) {
-            const double kw_node = (w_now[j] - cj[j].w_gpu_before) * jobs[j].gpus_per_node / 1000.0;
-            for (int n : jobs[j].placed)
-                feed_kw[n] -= kw_node;
-        }
+    if (opts.meter_lag_s > 0) {
+        // The draw at the start of the second meter_lag_s ago: every change
+        // booked since is not in the feed (draw_changes keeps only those).
+        const double seen = std::floor(now - opts.meter_lag_s);
+        s->generated_at = epoch(seen);
+        for (const DrawChange& c : draw_changes)
+            if (c.t >= seen)
+                feed_kw[c.node] -= c.kw;
+    } else {
+        for (int j : live)
+            if (cj[j].changed_at >= e && cj[j].w_gpu_before > 0) {
+                const double kw_node = (w_now[j] - cj[j].w_gpu_before) * jobs[j].gpus_per_node / 1000.0;
+                for (int n : jobs[j].placed)
+                    feed_kw[n] -= kw_node;
+            }
+    }
     s->site.draw_kw = 0;
     for (double kw : feed_kw)
         s->site.draw_kw += kw;
@@ -283,7 +297,10 @@ SignalsView Simulator::curtail_view(double now)
         s->racks[d].draw_kw = kw;
     }
     set_row_draw(m, feed_kw, *s);
-    return fresh_view(std::move(s));
+    const int64_t age = e - s->generated_at;
+    SignalsView v = fresh_view(std::move(s));
+    v.age_s = age;
+    return v;
 }
 
 // A requeue: the work since the last checkpoint is lost, the GPUs are

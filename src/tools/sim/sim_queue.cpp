@@ -68,6 +68,19 @@ void Simulator::run_events()
         }
         integrate_events(last_t, now);
         last_t = now;
+        clock_ = now;
+        if (opts.meter_lag_s > 0) {
+            // Changes older than the lagged reading are in the feed now: it
+            // changed without an event of its own.
+            const double seen = std::floor(now - opts.meter_lag_s);
+            bool aged = false;
+            while (!draw_changes.empty() && draw_changes.front().t < seen) {
+                draw_changes.pop_front();
+                aged = true;
+            }
+            if (aged)
+                ++inputs;
+        }
         std::vector<int> arrivals, releases;
         bool edge = false;      // the timeline changes now
         bool tick_due = false;  // the curtailment controller's loop comes round

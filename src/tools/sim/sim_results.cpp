@@ -287,7 +287,7 @@ std::string format_sim_result(const SimResult& r, bool json)
                   ",\"over_late_s\":" + sim::num(e.over_late_s) + ",\"energy_kwh\":" + sim::num(e.energy_kwh) + "}";
         kv("events", ev + "]");
         std::string c = "{\"mode\":\"" + r.curtail_mode + "\",\"actuation_delay_s\":" + sim::num(r.actuation_delay_s) +
-                        ",\"plans\":" + std::to_string(r.curtail_plans) + ",\"plans_skipped\":" +
+                        ",\"meter_lag_s\":" + sim::num(r.meter_lag_s) + ",\"plans\":" + std::to_string(r.curtail_plans) + ",\"plans_skipped\":" +
                         std::to_string(r.curtail_plans_skipped) + ",\"caps\":" + std::to_string(r.curtail_caps) +
                         ",\"uncaps\":" + std::to_string(r.curtail_uncaps) + ",\"suspends\":" +
                         std::to_string(r.curtail_suspends) + ",\"resumes\":" + std::to_string(r.curtail_resumes) +
@@ -359,7 +359,8 @@ std::string format_sim_result(const SimResult& r, bool json)
                  "announced at " + sim::num(e.announced) + " s, " + sim::num(e.over_late_s) +
                      " s over after the response target, largest excess " + sim::num(std::max(0.0, e.peak_over_kw)) +
                      " kW, " + sim::num(e.energy_kwh) + " kWh drawn during it");
-        line("curtailment", r.curtail_mode + ", actuation delay " + sim::num(r.actuation_delay_s) + " s: " +
+        line("curtailment", r.curtail_mode + ", actuation delay " + sim::num(r.actuation_delay_s) + " s" +
+                                (r.meter_lag_s > 0 ? ", meter lag " + sim::num(r.meter_lag_s) + " s" : "") + ": " +
                                 std::to_string(r.curtail_plans) + " plans (" +
                                 std::to_string(r.curtail_plans_skipped) + " rounds on unchanged inputs skipped), " +
                                 std::to_string(r.curtail_caps) +

@@ -248,6 +248,16 @@ class Simulator {
     std::vector<std::string> adm_text;  // each job's AdminComment admission part
     std::vector<int64_t> adm_begin;     // the begin time m2g holds a job until, 0: not held
     std::vector<double> feed_kw;        // per node
+    // Meter lag (SimOptions::meter_lag_s): every change of a node's draw
+    // booked in the last meter_lag_s seconds (and the second before), in
+    // time order; clock_ is the time of the event being handled.
+    struct DrawChange {
+        double t;
+        int node;
+        double kw;
+    };
+    std::deque<DrawChange> draw_changes;
+    double clock_ = 0;
 
     // Backfill.
     std::vector<int> reserved;

@@ -438,3 +438,42 @@ TEST(SimCurtail, TimeLimitsFromTheFactorReachTheGate)
     o.time_limit_factor = 0.5;  // 500 s, rounded up to 1 h: also past 3000
     EXPECT_GE(job(simulate(m, t, o), "j").start, 4000);
 }
+
+// A meter that lags (--meter-lag): the feed m2g-curtaild reads is the draw
+// of meter_lag_s ago. Budget 10 kW, an event from 100 to 400 s cuts 3 kW
+// (target 6.65 kW). A (training, 16 GPUs, 6.608 kW) runs from 0, under the
+// target; I (inference, 16 GPUs at 101 W: 1.616 kW, never curtailed)
+// starts at 100 and takes the site to 8.224 kW, over the event's 7. With
+// no lag the planner sees I at once and caps A within the actuation delay
+// and one interval. With a 20 s lag the feed shows the site without I
+// until the reading of second 100 arrives: the planner acts only then,
+// and the site stays over for at least the lag. Its own cap is counted as
+// not in the feed yet (curtail.cpp), so the lag never makes it cap twice.
+TEST(SimCurtail, AMeterLagDelaysTheResponseByTheLag)
+{
+    const Model m = tiny_with("CurtailMode=enforce");
+    const Signals f = feed(m, 10, 100, 400, 3);
+    const std::string a = id_with("train", false), inf = id_with("inf", true);
+    auto run = [&](double lag) {
+        SimOptions o = opts_for(f);
+        o.class_shares = {{"inference", 50}};
+        o.meter_lag_s = lag;
+        return simulate(m, trace_of({{a, 0, 1000, 16}, {inf, 100, 1000, 16}}), o);
+    };
+    const SimResult now = run(0), late = run(20);
+    ASSERT_EQ(now.events.size(), 1u);
+    ASSERT_EQ(late.events.size(), 1u);
+    EXPECT_DOUBLE_EQ(job(now, inf).start, 100);
+    EXPECT_LE(now.events[0].response_s, 3 + m.admission.curtail_interval_sec);
+    EXPECT_GE(late.events[0].response_s, 20);
+    EXPECT_LE(late.events[0].response_s, 20 + 3 + 2 * m.admission.curtail_interval_sec);
+    EXPECT_DOUBLE_EQ(late.meter_lag_s, 20);
+    for (const SimResult* r : {&now, &late}) {
+        EXPECT_EQ(job(*r, a).caps, 1);
+        EXPECT_EQ(job(*r, a).suspends, 0);
+        EXPECT_EQ(job(*r, inf).caps + job(*r, inf).suspends, 0);
+    }
+    SimOptions bad = opts_for(f);
+    bad.meter_lag_s = -1;
+    EXPECT_THROW(simulate(m, trace_of({{a, 0, 10, 4}}), bad), Error);
+}
