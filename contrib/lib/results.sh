@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # results.sh — sourced by every contrib script that writes a results page
 # (doc/results/*.md): m2g-bench, m2g-bench-admission, m2g-bench-spank,
-# m2g-bench-testbed, m2g-compare, m2g-scenarios. A page says which code it
+# m2g-bench-testbed, m2g-calibrate, m2g-compare, m2g-scenarios. A page says which code it
 # measured: the exact commit (`git rev-parse HEAD`, all 40 digits), and only
 # a clean one. A page written from uncommitted changes would name a commit
 # whose code it did not run, and nobody could reproduce its numbers.
