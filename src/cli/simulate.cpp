@@ -24,7 +24,7 @@ namespace {
 
 struct SimulateArgs {
     std::string conf, trace, policy = "m2g", timeline, power_cdf, power_cluster = "kalos", job_log, cap_speed,
-        power_log, reservation = "nodes", block_sizes, planner_power = "exact";
+        power_log, reservation = "nodes", block_sizes, planner_power = "exact", backfill = "easy";
     std::vector<std::string> class_shares;  // CLASS=PCT
     SimOptions opts;
     bool json = false, no_baseline = false;
@@ -43,6 +43,7 @@ void run_simulate(const SimulateArgs& a)
     SimOptions o = a.opts;
     o.policy = parse_sim_policy(a.policy);
     o.reserve_nodes = a.reservation == "nodes";
+    o.backfill_slurm = a.backfill == "slurm";
     o.planner_exact_power = a.planner_power == "exact";
     if (a.block_sizes == "slurm-default") {
         o.block_sizes = {0};
@@ -175,6 +176,21 @@ Command add_simulate(CLI::App& app)
                          "the queue head's backfill reservation: nodes (where its policy would place it, default) "
                          "or gpus (a count of GPUs, the classic EASY simplification)")
         ->check(CLI::IsMember({"nodes", "gpus"}));
+    simulate->add_option("--backfill", sim->backfill,
+                         "easy (one reservation, the queue head's; default) or slurm (as Slurm's backfill plugin: "
+                         "every pending job up to --bf-max-job-test gets a reservation within --bf-window)")
+        ->check(CLI::IsMember({"easy", "slurm"}));
+    simulate->add_option("--bf-max-job-test", sim->opts.backfill_depth,
+                         "pending jobs backfill looks at per pass (Slurm's bf_max_job_test, default 500)")
+        ->check(CLI::Range(0, 1000000));
+    simulate->add_option_function<double>(
+                "--bf-window", [sim](double min) { sim->opts.bf_window_s = min * 60; },
+                "--backfill slurm: how far ahead reservations are made, minutes (Slurm's bf_window, default 1440)")
+        ->check(CLI::Range(1.0, 1e7));
+    simulate->add_option("--bf-resolution", sim->opts.bf_resolution_s,
+                         "--backfill slurm: reservation ends rounded up to this many seconds (Slurm's "
+                         "bf_resolution, default 60)")
+        ->check(CLI::Range(0.0, 3600.0));
     simulate->add_option("--block-sizes", sim->block_sizes,
                          "block, block-seg: topology.conf's BlockSizes, node counts separated by commas (default: what "
                          "`m2g topology export --format=block` writes; slurm-default: none, Slurm's levels 0-3)");

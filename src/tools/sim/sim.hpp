@@ -98,6 +98,18 @@ struct SimOptions {
     // also the fallback when the policy places the head nowhere even once
     // every running job has ended).
     bool reserve_nodes = true;
+    // Backfill as Slurm's backfill plugin plans it (backfill.c
+    // _attempt_backfill, _add_reservation): true, every pending job in
+    // priority order, up to backfill_depth (bf_max_job_test), gets the
+    // earliest start its policy finds on the nodes that the running jobs
+    // (by their planned ends) and the reservations of the jobs before it
+    // leave; it starts if that is now, else its nodes are reserved for
+    // [start, start + limit rounded up to bf_resolution_s) when the start
+    // is within bf_window_s. false: EASY, one reservation, the queue
+    // head's (reserve_nodes says on what).
+    bool backfill_slurm = false;
+    double bf_window_s = 86400;     // Slurm's bf_window default, 1440 min
+    double bf_resolution_s = 60;    // Slurm's bf_resolution default
     // Signals timeline: one m2g.signals/v1 document. Its generated_at is
     // the wall-clock time of the trace's first submit; its events and
     // maintenance windows carry their own times; its budgets and health

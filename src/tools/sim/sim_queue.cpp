@@ -494,7 +494,14 @@ bool Simulator::reserve_head(int head, double now, double& shadow)
 // unchanged.
 void Simulator::hide_reserved(bool hide)
 {
-    for (int n : reserved) {
+    hide_nodes(reserved, hide);
+}
+
+// `nodes` (healthy, each once) out of node_ok and the free counts, with
+// try_place's caches swapped for those of the hidden state; and back.
+void Simulator::hide_nodes(const std::vector<int>& nodes, bool hide)
+{
+    for (int n : nodes) {
         if (hide) {
             --free_count[node_free[n]];
             free_gpus -= node_free[n];
@@ -552,6 +559,123 @@ bool Simulator::try_place_outside(int j, double now)
     return ok;
 }
 
+// `blocked`: the healthy nodes a reservation of this pass holds at some
+// time in [t0, t1), each once (Slurm's backfill: a job may use a node
+// only if it is free in every node_space slot its run overlaps).
+void Simulator::blocked_during(double t0, double t1)
+{
+    blocked.clear();
+    blocked_mark.assign(m.nodes.size(), 0);
+    for (const BfReservation& b : bf_plan)
+        if (b.t0 < t1 && t0 < b.t1)
+            for (int n : b.nodes)
+                if (node_ok[n] && !blocked_mark[n]) {
+                    blocked_mark[n] = 1;
+                    blocked.push_back(n);
+                }
+}
+
+// Slurm's backfill pass (SimOptions::backfill_slurm), after the FCFS
+// starts: backfill.c _attempt_backfill walks the pending jobs in priority
+// order and gives each the earliest start at which its placement (the
+// select plugin's will-run test: running jobs end at their planned ends)
+// uses no node that an earlier job's reservation holds during its run.
+// Starting now, it starts; later, within bf_window, _add_reservation
+// holds its nodes from then to its end (rounded up to bf_resolution) for
+// the jobs after it. The head, which FCFS has just failed to start, only
+// gets its reservation. Whole nodes are reserved, as node_space holds
+// node bitmaps.
+void Simulator::backfill_slurm(double now)
+{
+    bf_plan.clear();
+    const int head = queue.front();
+    int looked = 0;
+    for (auto it = queue.begin(); it != queue.end() && free_gpus > 0 && looked < opts.backfill_depth; ++looked) {
+        const int j = *it;
+        if (jobs[j].nodes > static_cast<int>(m.nodes.size())) {
+            ++it;
+            continue;
+        }
+        const double len = plan_len(j);
+        double t = now;
+        bool started = false;
+        // Each round moves t later: to the start the walk found, or past
+        // a reservation that blocked every placement.
+        for (int round = 0; round < 64 && !started; ++round) {
+            blocked_during(t, t + len);
+            const std::vector<int> hidden = blocked;
+            hide_nodes(hidden, true);
+            std::fill(usable_version.begin(), usable_version.end(), 0);  // the caches of this hidden set
+            failed.clear();
+            reserved_free_version = 0;
+            if (t == now && j != head && jobs[j].nodes <= usable_nodes(jobs[j].gpus_per_node))
+                started = try_place(j, now);
+            double s = now;
+            bool found = false;
+            if (!started && t > now && !select && jobs[j].nodes <= usable_nodes(jobs[j].gpus_per_node) &&
+                placer->place(jobs[j].nodes, usable_for(jobs[j].gpus_per_node), picked)) {
+                reserved = picked;  // free now, and no reservation holds them from t
+                found = true;
+            }
+            if (!started && !found)
+                found = reserve_head(j, now, s);
+            hide_nodes(hidden, false);
+            if (started)
+                break;
+            double next = -1;  // the end of the first reservation in the way
+            if (found) {
+                const double start = std::max(s, t);
+                if (start - now > opts.bf_window_s)
+                    break;  // beyond bf_window: not planned
+                bool conflict = false;
+                blocked_mark.assign(m.nodes.size(), 0);
+                for (int n : reserved)
+                    blocked_mark[n] = 1;
+                for (const BfReservation& b : bf_plan)
+                    if (b.t0 < start + len && start < b.t1)
+                        for (int n : b.nodes)
+                            if (blocked_mark[n]) {
+                                conflict = true;
+                                break;
+                            }
+                if (!conflict) {
+                    double end = start + len;
+                    if (opts.bf_resolution_s > 0)
+                        end = now + std::ceil((end - now) / opts.bf_resolution_s) * opts.bf_resolution_s;
+                    std::vector<int> nodes = reserved;
+                    std::sort(nodes.begin(), nodes.end());
+                    bf_plan.push_back({std::move(nodes), start, end});
+                    break;
+                }
+                if (start > t) {
+                    t = start;
+                    continue;
+                }
+            }
+            for (const BfReservation& b : bf_plan)
+                if (b.t1 > t && (next < 0 || b.t1 < next))
+                    next = b.t1;
+            if (next < 0 || next - now > opts.bf_window_s)
+                break;
+            t = next;
+        }
+        if (started) {
+            jobs[j].backfilled = true;
+            start_job(j, now);
+            it = queue.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    // try_place's caches saw hidden nodes: forget them.
+    std::fill(usable_version.begin(), usable_version.end(), 0);
+    std::fill(usable_outside_version.begin(), usable_outside_version.end(), 0);
+    failed.clear();
+    failed_outside.clear();
+    reserved_free_version = 0;
+    kept = Kept{-1, 0, false, -1};
+}
+
 void Simulator::schedule(double now)
 {
     failed.clear();
@@ -562,6 +686,10 @@ void Simulator::schedule(double now)
     }
     if (queue.empty() || free_gpus == 0)
         return;
+    if (opts.backfill_slurm) {
+        backfill_slurm(now);
+        return;
+    }
     // EASY backfill: the head's reservation, on nodes (reserve_head),
     // else in GPUs; made when a later job first has enough usable
     // nodes to start (nothing has changed by then).

@@ -114,6 +114,9 @@ class Simulator {
     bool reserve_head(int head, double now, double& shadow);
     int will_run_free_at(int head, double now, double& shadow);
     void hide_reserved(bool hide);
+    void hide_nodes(const std::vector<int>& nodes, bool hide);
+    void blocked_during(double t0, double t1);
+    void backfill_slurm(double now);
     bool reserved_free_at(int head, double t);
     bool try_place_outside(int j, double now);
     void schedule(double now);
@@ -278,6 +281,15 @@ class Simulator {
         bool same(const Kept& o) const { return head == o.head && since == o.since && over == o.over; }
     } kept{-1, 0, false, -1};
     std::vector<int> reserved_free;        // reserved nodes with k GPUs free
+    // Slurm's backfill (SimOptions::backfill_slurm): this pass's
+    // reservations, and the nodes one of them holds during a job's run.
+    struct BfReservation {
+        std::vector<int> nodes;  // sorted
+        double t0, t1;
+    };
+    std::vector<BfReservation> bf_plan;
+    std::vector<int> blocked;
+    std::vector<uint8_t> blocked_mark;
     uint64_t reserved_free_version = 0;    // 0: count them again
 };
 
