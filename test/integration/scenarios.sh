@@ -97,6 +97,16 @@ for p in m2g block block-seg tree-nvl tree firstfit; do
 done
 ok "grep -q '^## synth-nvl72-training on 8 racks' $pmd" "including the synthetic NVL72 mix"
 ok "grep -Eq '^\| philly-x8 \| 8 \| (\*\*yes\*\*|no): ' $pmd" "and says plainly which goals are met"
+# EASY against Slurm's backfill plan (issue 28) in small: Philly x8, load
+# 0.8, two seeds, both queues per policy, and how far apart they are.
+bmd=$T/out/backfill.md
+ok "[[ -s $bmd ]]" "it writes backfill.md"
+for p in m2g block block-seg tree-nvl; do
+	ok "grep -Eq '^\| philly-x8 \| 0\.80 \| (\*\*)?$p(\*\*)? \| [0-9.]+.* \| [0-9.]+.* \| [0-9.]+ \|' $bmd" \
+		"backfill.md has easy's and slurm's mean delay for $p, and their ratio"
+done
+ok "grep -q '^Mean delay under Slurm.s backfill over EASY.s: from ' $bmd" "and says the range of the ratio"
+ok "grep -q -- '--backfill slurm' $bmd" "with the exact commands"
 for png in sim-placement-8rack.png sim-dr-25pct-3h.png; do
 	ok "[[ \$(head -c 8 $T/out/$png | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]]" "$png is a PNG"
 	w=$(od -An -tu1 -j16 -N8 "$T/out/$png" | awk '{print $3*256+$4 "x" $7*256+$8}')
