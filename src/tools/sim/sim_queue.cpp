@@ -564,15 +564,18 @@ bool Simulator::try_place_outside(int j, double now)
 // only if it is free in every node_space slot its run overlaps).
 void Simulator::blocked_during(double t0, double t1)
 {
-    blocked.clear();
-    blocked_mark.assign(m.nodes.size(), 0);
+    std::fill(blocked_bits.begin(), blocked_bits.end(), 0);
     for (const BfReservation& b : bf_plan)
         if (b.t0 < t1 && t0 < b.t1)
-            for (int n : b.nodes)
-                if (node_ok[n] && !blocked_mark[n]) {
-                    blocked_mark[n] = 1;
-                    blocked.push_back(n);
-                }
+            for (size_t w = 0; w < b.bits.size(); ++w)
+                blocked_bits[w] |= b.bits[w];
+    blocked.clear();
+    for (size_t w = 0; w < blocked_bits.size(); ++w)
+        for (uint64_t x = blocked_bits[w]; x; x &= x - 1) {
+            const int n = static_cast<int>(w * 64 + static_cast<unsigned>(__builtin_ctzll(x)));
+            if (node_ok[n])
+                blocked.push_back(n);
+        }
 }
 
 // Slurm's backfill pass (SimOptions::backfill_slurm), after the FCFS
@@ -588,6 +591,8 @@ void Simulator::blocked_during(double t0, double t1)
 void Simulator::backfill_slurm(double now)
 {
     bf_plan.clear();
+    const size_t words = (m.nodes.size() + 63) / 64;
+    blocked_bits.assign(words, 0);
     const int head = queue.front();
     int looked = 0;
     for (auto it = queue.begin(); it != queue.end() && free_gpus > 0 && looked < opts.backfill_depth; ++looked) {
@@ -603,8 +608,7 @@ void Simulator::backfill_slurm(double now)
         // a reservation that blocked every placement.
         for (int round = 0; round < 64 && !started; ++round) {
             blocked_during(t, t + len);
-            const std::vector<int> hidden = blocked;
-            hide_nodes(hidden, true);
+            hide_nodes(blocked, true);  // nothing below changes `blocked`
             std::fill(usable_version.begin(), usable_version.end(), 0);  // the caches of this hidden set
             failed.clear();
             reserved_free_version = 0;
@@ -619,7 +623,7 @@ void Simulator::backfill_slurm(double now)
             }
             if (!started && !found)
                 found = reserve_head(j, now, s);
-            hide_nodes(hidden, false);
+            hide_nodes(blocked, false);
             if (started)
                 break;
             double next = -1;  // the end of the first reservation in the way
@@ -627,24 +631,23 @@ void Simulator::backfill_slurm(double now)
                 const double start = std::max(s, t);
                 if (start - now > opts.bf_window_s)
                     break;  // beyond bf_window: not planned
-                bool conflict = false;
-                blocked_mark.assign(m.nodes.size(), 0);
+                picked_bits.assign(words, 0);
                 for (int n : reserved)
-                    blocked_mark[n] = 1;
-                for (const BfReservation& b : bf_plan)
-                    if (b.t0 < start + len && start < b.t1)
-                        for (int n : b.nodes)
-                            if (blocked_mark[n]) {
-                                conflict = true;
-                                break;
-                            }
+                    picked_bits[static_cast<size_t>(n) / 64] |= uint64_t(1) << (n % 64);
+                bool conflict = false;
+                for (const BfReservation& b : bf_plan) {
+                    if (!(b.t0 < start + len && start < b.t1))
+                        continue;
+                    for (size_t w = 0; w < words && !conflict; ++w)
+                        conflict = (b.bits[w] & picked_bits[w]) != 0;
+                    if (conflict)
+                        break;
+                }
                 if (!conflict) {
                     double end = start + len;
                     if (opts.bf_resolution_s > 0)
                         end = now + std::ceil((end - now) / opts.bf_resolution_s) * opts.bf_resolution_s;
-                    std::vector<int> nodes = reserved;
-                    std::sort(nodes.begin(), nodes.end());
-                    bf_plan.push_back({std::move(nodes), start, end});
+                    bf_plan.push_back({picked_bits, start, end});
                     break;
                 }
                 if (start > t) {

@@ -283,13 +283,15 @@ class Simulator {
     std::vector<int> reserved_free;        // reserved nodes with k GPUs free
     // Slurm's backfill (SimOptions::backfill_slurm): this pass's
     // reservations, and the nodes one of them holds during a job's run.
+    // One reservation of the pass, its nodes as a bitmap (node_space's
+    // bitstr_t): the pass ORs and ANDs them once per candidate start.
     struct BfReservation {
-        std::vector<int> nodes;  // sorted
+        std::vector<uint64_t> bits;
         double t0, t1;
     };
     std::vector<BfReservation> bf_plan;
     std::vector<int> blocked;
-    std::vector<uint8_t> blocked_mark;
+    std::vector<uint64_t> blocked_bits, picked_bits;
     uint64_t reserved_free_version = 0;    // 0: count them again
 };
 
