@@ -350,8 +350,11 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
         for (size_t mi = 0; mi < offered.size(); ++mi)
             if (offered[mi] && !allowed_[mi])
                 o.ruled_out.push_back(static_cast<int>(mi));
+    // Too few nodes left: the signals' doing when they ruled some out
+    // (their reason says which); else Slurm offered too few (every rack
+    // busy) and the engine below says what the job waits for.
     const int64_t left = int64_t(offered_total) - int64_t(o.ruled_out.size());
-    if (left < job.min_nodes)
+    if (left < job.min_nodes && !o.ruled_out.empty() && !gate.reason.empty())
         return blocked();
     // Starts are booked in job_started() (a successful test here may
     // still not start: preemption, a later failure).

@@ -345,6 +345,9 @@ class Explainer {
             return;
         }
         e_.summary = id_ + summary_of(wait, r) + policy + ".";
+        if (r.empty() && wait == WaitCause::Other)  // a record from an m2g that left the cause out
+            e_.summary = id_ + " is waiting" + (job_.slurm_reason.empty() ? "" : " (Slurm: " + job_.slurm_reason + ")") +
+                         "; select/m2g recorded no cause" + policy + ".";
         if (wait == WaitCause::SitePower) {
             e_.evidence.push_back(power_facts(st_, "site", "site"));
             e_.evidence.push_back(job_need());

@@ -198,6 +198,26 @@ TEST_F(Session, StrictJobThatCannotFitWaitsWithTheReason)
 // Will-run with the running jobs' end times: the job is planned on the
 // placement whose nodes free first, so Slurm's backfill reserves those (and
 // not the first domain in rank order, which may free last).
+// Every rack busy: Slurm offers fewer nodes than the job needs (it leaves
+// out the fully allocated ones) and no signal ruled anything out. The
+// job waits for nodes, and its AdminComment says so in the engine's
+// words, never an empty cause ("Job 20 is waiting: ; policy strict:nvlink."
+// in `m2g explain`, as seen on the 26.05 testbed).
+TEST_F(Session, JobOfferedTooFewNodesWaitsForNodesWithTheReason)
+{
+    load();
+    offered_ = {1, 0, 0, 0, 0, 0, 0, 0};
+    free_ = {4, 0, 0, 0, 0, 0, 0, 0};
+    const Outcome o = session_.decide(job("strict:nvlink", 2), offered_, 1,
+                                      [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, now_);
+    EXPECT_EQ(o.offer, Offer::Refuse);
+    EXPECT_EQ(o.verdict_after(false), SelectVerdict::Waiting);
+    EXPECT_FALSE(o.reason.empty());
+    EXPECT_EQ(o.annotation_now, "waiting policy=strict:nvlink wait=nodes need=2 reason=waiting for 2 free healthy "
+                                "nodes under one switch (usable now: 1)");
+    expect_typed_as_legacy(o.annotation_now);
+}
+
 TEST_F(Session, WillRunPlansOnTheDomainThatFreesFirst)
 {
     load();

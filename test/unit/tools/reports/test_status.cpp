@@ -1091,4 +1091,19 @@ TEST_F(StatusTest, ExplainClassifiesByTheTypedCause)
     e = explain_job(m, c, view(), j, kNow);
     EXPECT_EQ(e.summary, "Job 121 is waiting: site power: 0.0 kW free; policy strict:nvlink.");
     EXPECT_EQ(e.evidence[0].rfind("free healthy GPUs per candidate domain: ", 0), 0u) << e.evidence[0];
+    // Records select/m2g wrote without a cause when Slurm offered too few
+    // nodes (before the session let the engine say why): never an empty one.
+    j.admin_comment = "m2g:[waiting policy=strict:nvlink wait=other reason=]";
+    e = explain_job(m, c, view(), j, kNow);
+    EXPECT_EQ(e.summary, "Job 121 is waiting (Slurm: Resources); select/m2g recorded no cause; policy strict:nvlink.");
+    // What the session writes now: the nodes it waits for, and what would help.
+    j.admin_comment = "m2g:[waiting policy=strict:nvlink wait=nodes need=18 reason=waiting for 18 free healthy nodes "
+                      "under one switch (usable now: 1)]";
+    for (int r = 1; r <= 8; ++r)
+        alloc(r, 1, 17, 4);
+    e = explain_job(m, c, view(), j, kNow);
+    EXPECT_EQ(e.summary, "Job 121 is waiting for 18 free healthy nodes under one switch (usable now: 1); policy "
+                         "strict:nvlink.");
+    EXPECT_EQ(e.suggestions,
+              (Strings{"ask for --m2g-topology=prefer (takes the best placement after PreferWaitSec=300 s)"}));
 }
