@@ -93,6 +93,8 @@ miss=""
 while read -r r u; do [[ $ev =~ $r[^0-9]+$((72 - u))([^0-9]|$) ]] || miss+=" $r:$((72 - u))"; done <"$T/used.before"
 ok "[[ -z '$miss' ]]" "explain (strict waiting): evidence of free GPUs per domain, as scontrol counts them${miss:+ (missing$miss)}"
 ok "grep -qi 'prefer' '$T/x-wait'" "explain (strict waiting): suggests --m2g-topology=prefer"
+ok "grep -q 'frees first: 18 of its nodes are free by ' '$T/x-wait'" \
+	"explain (strict waiting): names the domain that frees first and when, by the running jobs' limits"
 diag "m2g explain $sw (strict waiting):"; show "$T/x-wait"
 if [[ -s $T/x-wait.err ]]; then diag "its standard error:"; show "$T/x-wait.err"; fi
 "$M2G" explain "$sw" --json >"$T/x-wait.json" || true

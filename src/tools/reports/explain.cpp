@@ -144,7 +144,7 @@ class Explainer {
         : m_(m), v_(v), job_(job), now_(now), st_(compute_status(m, c, v, now)),
           ann_(read_annotation(job.admin_comment)), found_(has_annotation(job.admin_comment)),
           pl_(ann_.placement.value_or(PlacementAnnotation{})), ad_(ann_.admission.value_or(AdmissionAnnotation{})),
-          cause_(cause_of(ad_.cause))
+          cause_(cause_of(ad_.cause)), free_at_(node_free_at(m, c, v, now))
     {
         e_.job = job.id;
         const auto [w, src] = job_power(m, job, ad_);
@@ -411,6 +411,51 @@ class Explainer {
         return " is waiting: " + r;
     }
 
+    // Waits for NVLink domains: wait=nvlink-domain, or too few nodes
+    // free at all (wait=nodes) under an :nvlink policy.
+    bool nvlink_wait(WaitCause wait) const
+    {
+        return wait == WaitCause::NvlinkDomain ||
+               (wait == WaitCause::Nodes && pl_.policy.find(":nvlink") != std::string::npos);
+    }
+
+    // The domain where `nodes` nodes are free first, by the running jobs'
+    // expected ends (Slurm's EndTime), as evidence: "nvl03 frees first:
+    // 18 of its nodes are free by <time> (in about 25 min) ...". Only a job
+    // that one domain can hold, in whole nodes (no segments).
+    void frees_first(int nodes)
+    {
+        if (job_.intent.segment > 0)
+            return;
+        int best = -1;
+        int64_t best_at = 0;
+        for (size_t d = 0; d < m_.domains.size(); ++d) {
+            std::vector<int64_t> at;
+            for (int n : m_.domains[d].nodes)
+                if (n >= 0 && static_cast<size_t>(n) < free_at_.size() && free_at_[n] >= 0)
+                    at.push_back(free_at_[n]);
+            if (static_cast<int>(at.size()) < nodes)
+                continue;
+            std::nth_element(at.begin(), at.begin() + (nodes - 1), at.end());
+            const int64_t t = at[nodes - 1];
+            if (best < 0 || t < best_at) {
+                best = static_cast<int>(d);
+                best_at = t;
+            }
+        }
+        if (best < 0) {
+            e_.evidence.push_back("no NVLink domain has " + std::to_string(nodes) +
+                                  " healthy nodes whose jobs have an end time");
+            return;
+        }
+        const int64_t in = std::max<int64_t>(0, best_at - now_);
+        const std::string when = in < 2 * 3600 ? "about " + std::to_string((in + 59) / 60) + " min"
+                                               : "about " + kw1(in / 3600.0) + " h";
+        e_.evidence.push_back(domain_name(m_, best) + " frees first: " + std::to_string(nodes) +
+                              " of its nodes are free by " + format_utc(best_at) + " (in " + when +
+                              "), by the running jobs' time limits (Slurm's EndTime; they may end sooner)");
+    }
+
     void topology_suggestions(WaitCause wait)
     {
         const int nodes = job_.nodes > 0 ? job_.nodes : pl_.need;
@@ -429,6 +474,8 @@ class Explainer {
                 return;
             }
         }
+        if (nvlink_wait(wait) && nodes > 0)
+            frees_first(nodes);
         if (starts_with(pl_.policy, "strict")) {
             e_.suggestions.push_back("ask for --m2g-topology=prefer (takes the best placement after PreferWaitSec=" +
                                      std::to_string(pol.prefer_wait_sec) + " s)");
@@ -511,6 +558,7 @@ class Explainer {
     const PlacementAnnotation pl_;  // select/m2g's part; state None when it has none
     const AdmissionAnnotation ad_;  // job_submit/m2g's part; no verdict when it has none
     const AdmissionCause cause_;    // ad_.cause, classified
+    const std::vector<int64_t> free_at_;  // node_free_at(): when each node is whole and free
     double watts_ = 0;
     std::string watts_source_;
     double job_kw_ = 0;

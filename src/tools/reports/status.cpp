@@ -78,6 +78,32 @@ std::string pending_reason_key(const JobView& job, const Annotation& a, int64_t 
 
 // ---- compute_status ---------------------------------------------------------------
 
+std::vector<int64_t> node_free_at(const Model& m, const ClusterView& c, const SignalsView& v, int64_t now)
+{
+    const std::vector<NodeFacts> nf = node_facts(m, c, v.snap.get());
+    std::vector<int64_t> at(m.nodes.size(), now);
+    std::vector<uint8_t> held(m.nodes.size(), 0);
+    for (size_t n = 0; n < nf.size(); ++n)
+        if (!nf[n].healthy)
+            at[n] = -1;
+    for (const JobView& j : c.jobs) {
+        if (j.state != JobState::Running && j.state != JobState::Completing)
+            continue;
+        for (int n : j.node_idx) {
+            if (n < 0 || static_cast<size_t>(n) >= at.size())
+                continue;
+            held[n] = 1;
+            if (at[n] >= 0)
+                at[n] = j.end_time > 0 ? std::max(at[n], j.end_time) : -1;
+        }
+    }
+    // GPUs allocated to no job the view holds: when they free is unknown.
+    for (size_t n = 0; n < nf.size(); ++n)
+        if (nf[n].alloc > 0 && !held[n])
+            at[n] = -1;
+    return at;
+}
+
 Status compute_status(const Model& m, const ClusterView& c, const SignalsView& v, int64_t now)
 {
     Status st;

@@ -132,6 +132,12 @@ struct Status {
 
 Status compute_status(const Model& m, const ClusterView& c, const SignalsView& v, int64_t now);
 
+// When each model node will have every GPU free, by the running jobs'
+// expected ends (Slurm's EndTime: start plus time limit): `now` for a free
+// healthy node, -1 for one that is not healthy or runs a job without an
+// end. What `m2g explain` says of the domain that frees first.
+std::vector<int64_t> node_free_at(const Model& m, const ClusterView& c, const SignalsView& v, int64_t now);
+
 // The Status::pending_by_reason key of a pending job (see there).
 std::string pending_reason_key(const JobView& job, const Annotation& a, int64_t now);
 

@@ -612,11 +612,27 @@ TEST_F(StatusTest, StrictWaitingThatFitsNoDomain)
 {
     for (int r = 1; r <= 8; ++r)
         alloc(r, 1, r, 4);  // nvl01: 17 free nodes ... nvl08: 10
-    const JobView& j = job(104, JobState::Pending, WorkloadClass::Unset, 72, kStrict, "Resources");
+    JobView j = job(104, JobState::Pending, WorkloadClass::Unset, 72, kStrict, "Resources");
     Explanation e = explain_job(m, c, SignalsView{}, j, kNow);
     EXPECT_EQ(e.verdict, "waiting");
-    EXPECT_EQ(e.evidence, Strings{"free healthy GPUs per candidate domain: nvl01 68, nvl02 64, nvl03 60, nvl04 56, "
-                                  "nvl05 52"});
+    // Allocated GPUs no job in the view holds: when they free is unknown.
+    EXPECT_EQ(e.evidence, (Strings{"free healthy GPUs per candidate domain: nvl01 68, nvl02 64, nvl03 60, nvl04 56, "
+                                   "nvl05 52",
+                                   "no NVLink domain has 18 healthy nodes whose jobs have an end time"}));
+    // The running jobs that hold them, by Slurm's EndTime: nvl03's job
+    // ends first (its nodes 1-3, 25 min), nvl01's at 40 min, the others
+    // later; nvl05's has no end (unlimited).
+    for (int r = 1; r <= 8; ++r) {
+        JobView& run = job(200 + r, JobState::Running, WorkloadClass::Training, 4 * r, "");
+        for (int i = 1; i <= r; ++i)
+            run.node_idx.push_back(m.domains[r - 1].nodes[i - 1]);
+        run.start_time = kNow - kHour;
+        run.end_time = r == 5 ? 0 : r == 3 ? kNow + 25 * kMin : kNow + (30 + 10 * r) * kMin;
+    }
+    e = explain_job(m, c, SignalsView{}, j, kNow);
+    EXPECT_EQ(e.evidence.at(1), "nvl03 frees first: 18 of its nodes are free by 2026-11-29T20:25:00Z (in about 25 "
+                                "min), by the running jobs' time limits (Slurm's EndTime; they may end sooner)");
+    c.jobs.erase(c.jobs.end() - 8, c.jobs.end());
     EXPECT_EQ(e.suggestions,
               (Strings{"ask for --m2g-topology=prefer (takes the best placement after PreferWaitSec=300 s)",
                        "--m2g-segment=9 lets it span domains in groups of 9 (2 groups fit now)"}));
