@@ -1,6 +1,6 @@
-// m2g CLI: `m2g explain`, `m2g status` (and its --plot) and `m2g job` — a
-// running Slurm's state through libslurm (src/slurmapi/, SLURM_CONF), judged
-// by the core.
+// m2g CLI: `m2g explain`, `m2g status` (and its --plot), `m2g job` and
+// `m2g forecast` — a running Slurm's state through libslurm (src/slurmapi/,
+// SLURM_CONF), judged by the core or run forward by the simulator.
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -18,6 +18,7 @@
 #include "slurmapi/slurm_view.hpp"
 #include "tools/reports/energy.hpp"
 #include "tools/reports/explain.hpp"
+#include "tools/reports/forecast.hpp"
 #include "tools/reports/status.hpp"
 
 namespace m2g {
@@ -29,7 +30,11 @@ struct StatusArgs {
     uint32_t job_id = 0;
     std::string conf, plot_file;
     bool as_json = false;
-    CLI::App *explain = nullptr, *status = nullptr, *job = nullptr;
+    CLI::App *explain = nullptr, *status = nullptr, *job = nullptr, *forecast = nullptr;
+    // forecast
+    std::string power_cdf, power_cluster = "kalos";
+    int samples = 20;
+    double horizon_h = 24, step_min = 15;
 };
 
 [[noreturn]] void no_such_job(uint32_t job_id)
@@ -82,12 +87,36 @@ void run_explain(const StatusArgs& a, const Model& m, const ClusterView& c, cons
         job = load_job_from_accounting(m, a.job_id);
     if (!job)
         no_such_job(a.job_id);
-    std::cout << format_explanation(explain_job(m, c, signals, *job, now), a.as_json);
+    // For a pending job, the forecast: when it should start, and with the
+    // other intents (one run each, class-estimate power).
+    std::optional<Forecast> fc;
+    if (job->state == JobState::Pending && job->gpus > 0) {
+        ForecastOptions fo;
+        fo.samples = 1;
+        fo.alternatives_for = job->id;
+        fc = make_forecast(m, c, signals, now, fo);
+    }
+    std::cout << format_explanation(explain_job(m, c, signals, *job, now, fc ? &*fc : nullptr), a.as_json);
+}
+
+void run_forecast(const StatusArgs& a, const Model& m, const ClusterView& c, const SignalsView& signals, int64_t now)
+{
+    ForecastOptions fo;
+    fo.samples = a.samples;
+    fo.horizon_s = a.horizon_h * 3600.0;
+    fo.step_s = a.step_min * 60.0;
+    fo.alternatives_for = a.job_id;
+    PowerCdf cdf;
+    if (!a.power_cdf.empty()) {
+        cdf = read_power_cdf(a.power_cdf, a.power_cluster);
+        fo.power = &cdf;
+    }
+    std::cout << format_forecast(m, make_forecast(m, c, signals, now, fo), a.as_json);
 }
 
 std::optional<int> run(const StatusArgs& a)
 {
-    if (!*a.explain && !*a.status && !*a.job)
+    if (!*a.explain && !*a.status && !*a.job && !*a.forecast)
         return std::nullopt;
     const std::string conf = resolve_conf_path(a.conf);
     const int64_t now = static_cast<int64_t>(std::time(nullptr));
@@ -102,6 +131,8 @@ std::optional<int> run(const StatusArgs& a)
     const ClusterView c = load_cluster_view(m);
     if (*a.status)
         run_status(a, m, c, src.view, now);
+    else if (*a.forecast)
+        run_forecast(a, m, c, src.view, now);
     else
         run_explain(a, m, c, src.view, now);
     return 0;
@@ -120,7 +151,22 @@ Command add_status(CLI::App& app)
     a->status->add_option("--plot", a->plot_file, "also draw the status as a PNG image into this file");
     a->job = app.add_subcommand("job", "A job's GPU-hours, energy and cost (slurmctld, else accounting)");
     a->job->add_option("JOBID", a->job_id, "the job")->required()->check(CLI::Range(1u, 0xfffffff0u));
-    for (auto* sub : {a->explain, a->status, a->job}) {
+    a->forecast = app.add_subcommand(
+        "forecast", "When pending jobs should start and where, and the power the site will draw (P10/P50/P90), by "
+                    "running the cluster forward through m2g's own placement, admission and curtailment");
+    a->forecast->add_option("--job", a->job_id, "also forecast this pending job under the other topology intents")
+        ->check(CLI::Range(1u, 0xfffffff0u));
+    a->forecast->add_option("--power-cdf", a->power_cdf,
+                            "per-GPU power distribution for the bands (the Acme CSV, e.g. "
+                            "../shared/data/acme2023_power_thermal_cdf.csv); default: the classes' estimates");
+    a->forecast->add_option("--power-cluster", a->power_cluster, "the CDF's cluster column to use (kalos or seren)");
+    a->forecast->add_option("--samples", a->samples, "runs with drawn power for the bands (default 20)")
+        ->check(CLI::Range(1, 1000));
+    a->forecast->add_option("--horizon", a->horizon_h, "hours of power to forecast (default 24)")
+        ->check(CLI::Range(0.25, 24.0 * 14));
+    a->forecast->add_option("--step", a->step_min, "minutes between two points of the power bands (default 15)")
+        ->check(CLI::Range(1.0, 24.0 * 60));
+    for (auto* sub : {a->explain, a->status, a->job, a->forecast}) {
         add_json_flag(sub, a->as_json);
         add_conf_option(sub, a->conf);
     }

@@ -270,6 +270,7 @@ JobView job_view(const Model& m, const slurm_job_info_t& j)
         v.end_time = j.end_time;
     }
     v.time_limit_s = limit_seconds(j.time_limit);
+    v.priority = j.priority;
     v.suspended = (j.job_state & JOB_STATE_BASE) == JOB_SUSPENDED;
     apply_annotation(v);
     return v;

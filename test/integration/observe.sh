@@ -102,6 +102,39 @@ ok "py '\"verdict\" in d and \"summary\" in d and \"evidence\" in d and \"sugges
 	"explain --json parses and has job, verdict, summary, evidence, suggestions"
 ok "py 'd[\"verdict\"] == \"waiting\"' '$T/x-wait.json'" "explain --json: verdict waiting"
 
+# --- m2g forecast: the same cluster run forward through m2g's own sessions ---------------
+ok "grep -q 'm2g forecast: with strict:nvlink it should start ' '$T/x-wait'" \
+	"explain (strict waiting): quotes the forecast, when the job should start and where"
+ok "grep -q \"with --m2g-topology=any it would start at Slurm's next scheduling pass instead of \" '$T/x-wait'" \
+	"explain (strict waiting): the forecast's alternative, any would start it at once"
+rc=0; "$M2G" forecast --json --job "$sw" >"$T/fc.json" 2>"$T/fc.err" || rc=$?
+ok "[[ $rc == 0 ]] && py 'd[\"made_at_epoch\"] > 0' '$T/fc.json'" "m2g forecast --json --job runs and parses"
+if [[ $rc != 0 ]]; then show "$T/fc.err"; fi
+# Both read the running jobs' end times: the strict job starts when the
+# domain explain names frees.
+free_by=$(sed -nE 's/.*frees first: 18 of its nodes are free by ([0-9TZ:-]+) .*/\1/p' "$T/x-wait" | head -1)
+free_epoch=$(date -d "${free_by:-1970-01-01T00:00:00Z}" +%s)
+fjob="[j for j in d['jobs'] if j['job'] == $sw][0]"
+ok "py \"$fjob['start'] == $free_epoch and $fjob['nodes'] == 18\" '$T/fc.json'" \
+	"forecast: the strict job starts when its domain frees (${free_by:-no time in explain}), as explain says"
+ok "py \"any(a['topology'] == 'any' and a['start'] is not None for a in $fjob['alternatives'])\" '$T/fc.json'" \
+	"forecast --job: the job's start under the other intents"
+ok "py \"d['running'] >= 5 and d['power'][0]['scope'] == 'site' and d['power'][0]['p50_kw'][0] > 0\" '$T/fc.json'" \
+	"forecast: the running jobs are in it and the site draws power now"
+SRC=${M2G_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+DATA=${M2G_DATA:-$(cd "$SRC/.." && pwd)/shared/data}
+if [[ -r $DATA/acme2023_power_thermal_cdf.csv ]]; then
+	rc=0; "$M2G" forecast --json --power-cdf "$DATA/acme2023_power_thermal_cdf.csv" --samples 8 >"$T/fc-cdf.json" 2>"$T/fc-cdf.err" || rc=$?
+	ok "[[ $rc == 0 ]] && py \"d['samples'] == 8 and all(b['p10_kw'][k] <= b['p50_kw'][k] <= b['p90_kw'][k] for b in d['power'] for k in range(len(b['p50_kw']))) and d['power'][0]['p10_kw'][0] < d['power'][0]['p90_kw'][0]\" '$T/fc-cdf.json'" \
+		"forecast --power-cdf (Acme's per-GPU power): P10 <= P50 <= P90 everywhere, a band with width now"
+else
+	skip "forecast --power-cdf" "no ../shared/data (M2G_DATA) here"
+fi
+"$M2G" forecast >"$T/fc.txt" 2>&1 || true
+ok "grep -q 'site GPU power, kW (P10 / P50 / P90), hourly:' '$T/fc.txt' && grep -q '^$sw ' '$T/fc.txt'" \
+	"m2g forecast (text): the pending jobs' table and the site's power"
+diag "m2g forecast:"; show "$T/fc.txt"
+
 # explain: placed
 rack=$(rack_of "$pl")
 rc=0; "$M2G" explain "$pl" >"$T/x-placed" 2>"$T/x-placed.err" || rc=$?

@@ -140,8 +140,9 @@ std::string after_colon(const std::string& r)
 
 class Explainer {
   public:
-    Explainer(const Model& m, const ClusterView& c, const SignalsView& v, const JobView& job, int64_t now)
-        : m_(m), v_(v), job_(job), now_(now), st_(compute_status(m, c, v, now)),
+    Explainer(const Model& m, const ClusterView& c, const SignalsView& v, const JobView& job, int64_t now,
+              const Forecast* fc)
+        : m_(m), v_(v), job_(job), now_(now), fc_(fc), st_(compute_status(m, c, v, now)),
           ann_(read_annotation(job.admin_comment)), found_(has_annotation(job.admin_comment)),
           pl_(ann_.placement.value_or(PlacementAnnotation{})), ad_(ann_.admission.value_or(AdmissionAnnotation{})),
           cause_(cause_of(ad_.cause)), free_at_(node_free_at(m, c, v, now))
@@ -166,6 +167,7 @@ class Explainer {
             break;
         case JobState::Pending:
             pending();
+            forecast_evidence();
             break;
         }
         if (ad_.monitor && (ad_.verdict == Verdict::Defer || ad_.verdict == Verdict::Pace))
@@ -232,6 +234,39 @@ class Explainer {
         e_.verdict = "waiting";
         e_.summary = id_ + " is pending in Slurm (reason " + key + "); m2g holds nothing against it.";
         e_.evidence.push_back(free_per_domain(m_, st_));
+    }
+
+    // ---- the forecast: when, and what would start it sooner ------------------
+    std::string in_words(int64_t t) const
+    {
+        return t <= now_ ? "at Slurm's next scheduling pass" : "in " + about(static_cast<double>(t - now_));
+    }
+
+    void forecast_evidence()
+    {
+        if (!fc_)
+            return;
+        const auto it = std::find_if(fc_->jobs.begin(), fc_->jobs.end(),
+                                     [&](const ForecastJob& j) { return j.id == job_.id; });
+        if (it == fc_->jobs.end())
+            return;
+        const ForecastJob& fj = *it;
+        if (fj.start < 0)
+            e_.evidence.push_back("m2g forecast: with " + fj.topology +
+                                  " it never starts as the cluster stands (no placement that intent accepts on the "
+                                  "healthy nodes)");
+        else
+            e_.evidence.push_back("m2g forecast: with " + fj.topology + " it should start " + in_words(fj.start) +
+                                  (fj.start > now_ ? " (by " + format_utc(fj.start) + ")" : "") + " on " +
+                                  fj.nodes_list + ", if every job runs to its time limit (most end sooner)");
+        for (const ForecastAlternative& a : fj.alternatives) {
+            if (a.start < 0 || (fj.start >= 0 && a.start + 60 >= fj.start))
+                continue;  // not sooner by a minute or more
+            e_.suggestions.push_back("with --m2g-topology=" + a.topology + " it would start " + in_words(a.start) +
+                                     " instead of " + (fj.start < 0 ? std::string("never") : in_words(fj.start)) +
+                                     " (on " + a.nodes + ", " + std::to_string(a.domains) +
+                                     (a.domains == 1 ? " NVLink domain)" : " NVLink domains)"));
+        }
     }
 
     // ---- admission holds it -------------------------------------------------
@@ -448,9 +483,7 @@ class Explainer {
                                   " healthy nodes whose jobs have an end time");
             return;
         }
-        const int64_t in = std::max<int64_t>(0, best_at - now_);
-        const std::string when = in < 2 * 3600 ? "about " + std::to_string((in + 59) / 60) + " min"
-                                               : "about " + kw1(in / 3600.0) + " h";
+        const std::string when = about(static_cast<double>(best_at - now_));
         e_.evidence.push_back(domain_name(m_, best) + " frees first: " + std::to_string(nodes) +
                               " of its nodes are free by " + format_utc(best_at) + " (in " + when +
                               "), by the running jobs' time limits (Slurm's EndTime; they may end sooner)");
@@ -552,6 +585,7 @@ class Explainer {
     const SignalsView& v_;
     const JobView& job_;
     const int64_t now_;
+    const Forecast* fc_;            // may be null
     const Status st_;
     const Annotation ann_;          // read_annotation(): the one reader of the text
     const bool found_;              // the comment holds an m2g segment
@@ -568,10 +602,11 @@ class Explainer {
 
 }  // namespace
 
-Explanation explain_job(const Model& m, const ClusterView& c, const SignalsView& v, const JobView& job, int64_t now)
+Explanation explain_job(const Model& m, const ClusterView& c, const SignalsView& v, const JobView& job, int64_t now,
+                        const Forecast* fc)
 {
     try {
-        return Explainer(m, c, v, job, now).run();
+        return Explainer(m, c, v, job, now, fc).run();
     } catch (const std::exception& ex) {
         Explanation e;
         e.job = job.id;

@@ -10,6 +10,7 @@
 
 #include "core/model/model.hpp"
 #include "core/power/signals.hpp"
+#include "tools/reports/forecast.hpp"
 #include "tools/reports/status.hpp"
 
 namespace m2g {
@@ -25,7 +26,11 @@ struct Explanation {
 // Why `job` waits, was deferred, or went where it went. `c` gives the free
 // capacity per domain for suggestions; the m2g annotation gives m2g's own
 // decision text.
-Explanation explain_job(const Model& m, const ClusterView& c, const SignalsView& v, const JobView& job, int64_t now);
+// `fc` (may be null): the forecast with this job's alternatives
+// (make_forecast with alternatives_for): for a pending job, when it should
+// start and which intent would start it sooner.
+Explanation explain_job(const Model& m, const ClusterView& c, const SignalsView& v, const JobView& job, int64_t now,
+                        const Forecast* fc = nullptr);
 std::string format_explanation(const Explanation& e, bool json);
 
 }  // namespace m2g

@@ -32,6 +32,13 @@ bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.
 
 std::string class_label(WorkloadClass c) { return c == WorkloadClass::Unset ? "none" : to_string(c); }
 
+std::string about(double seconds)
+{
+    const double in = std::max(0.0, seconds);
+    return in < 2 * 3600 ? "about " + std::to_string(static_cast<int64_t>((in + 59) / 60)) + " min"
+                         : "about " + kw1(in / 3600.0) + " h";
+}
+
 std::string elapsed(double seconds)
 {
     int64_t s = static_cast<int64_t>(std::max(0.0, seconds));

@@ -50,6 +50,9 @@ std::string class_label(WorkloadClass c);
 // "1-02:03:04" / "2:00:00" (Slurm's elapsed time)
 std::string elapsed(double seconds);
 
+// A wait for people: "about 12 min" (under 2 h), "about 2.5 h".
+std::string about(double seconds);
+
 // "-25%", "-50 kW"
 std::string event_cut(const CurtailmentEvent& e);
 

@@ -51,6 +51,7 @@ struct JobView {
     int64_t start_time = 0;     // 0: not started
     int64_t end_time = 0;       // 0: not ended; for running jobs the expected end
     int64_t time_limit_s = 0;   // <= 0 unlimited
+    uint32_t priority = 0;      // Slurm's priority (pending jobs start in its order)
     std::vector<int> node_idx;  // allocated model nodes
     bool suspended = false;     // Running here, SUSPENDED in Slurm
     int warn_signal = 0;        // --signal=[B:]SIG[@TIME]: SIG as job_submit/m2g recorded it (signal=), 0 none

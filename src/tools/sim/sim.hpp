@@ -87,6 +87,13 @@ struct SimOptions {
     int scale_gpus = 1;       // multiplies every job's GPUs before rounding up to nodes
     double load = 0;          // > 0: scale inter-arrival times to this offered load; 0: as recorded
     uint64_t seed = 0;        // != 0: jobs submitted at the same second are shuffled with this seed
+    // true: jobs submitted at the same time stay in the trace's order
+    // whatever the seed (a forecast's queue is in Slurm's priority order;
+    // the seed then draws power only).
+    bool keep_order = false;
+    // The trace clock's start, the time of the timeline's generated_at
+    // (a forecast: now, on the epoch clock); -1: the first submit.
+    double origin = -1;
     int backfill_depth = 500; // queued jobs looked at per pass (Slurm's bf_max_job_test)
     // block, block-seg: BlockSizes in nodes (the first the base block's);
     // empty: what `m2g topology export --format=block` writes. {0}:

@@ -162,15 +162,42 @@ void Simulator::watch_budgets()
 // Jobs: scale, order, shuffle ties, classes, power per GPU.
 void Simulator::build_jobs()
 {
+    // Submit order (stable), ties shuffled with the seed unless keep_order;
+    // src[i]: the trace entry of jobs[i].
+    std::vector<size_t> src(trace.jobs.size());
+    for (size_t i = 0; i < src.size(); ++i)
+        src[i] = i;
+    std::stable_sort(src.begin(), src.end(),
+                     [&](size_t a, size_t b) { return trace.jobs[a].submit < trace.jobs[b].submit; });
+    if (opts.seed != 0 && !opts.keep_order) {
+        std::mt19937_64 rng(opts.seed);
+        for (size_t i = 0; i < src.size();) {
+            size_t k = i + 1;
+            while (k < src.size() && trace.jobs[src[k]].submit == trace.jobs[src[i]].submit)
+                ++k;
+            std::shuffle(src.begin() + static_cast<long>(i), src.begin() + static_cast<long>(k), rng);
+            i = k;
+        }
+    }
     jobs.reserve(trace.jobs.size());
-    for (const TraceJob& t : trace.jobs) {
+    pinned.assign(trace.jobs.size(), {});
+    for (size_t i = 0; i < src.size(); ++i) {
+        const TraceJob& t = trace.jobs[src[i]];
         SimJobResult j;
         j.id = t.id;
         const long long g = static_cast<long long>(t.gpus) * opts.scale_gpus;
         if (g > 1000000000LL)
             throw Error("job " + t.id + ": " + std::to_string(g) + " GPUs after --scale-gpus is too many");
         j.gpus = static_cast<int>(g);
-        j.nodes = static_cast<int>((g + gpn - 1) / gpn);
+        j.nodes = std::max(static_cast<int>((g + gpn - 1) / gpn), t.nodes);
+        if (!t.running_on.empty()) {
+            // Running already: on its nodes, its GPUs spread over them.
+            for (int n : t.running_on)
+                if (n < 0 || n >= nnodes)
+                    throw Error("job " + t.id + ": runs on node index " + std::to_string(n) + ", not in the topology");
+            j.nodes = static_cast<int>(t.running_on.size());
+            pinned[i] = t.running_on;
+        }
         j.gpus_per_node = static_cast<int>((g + j.nodes - 1) / j.nodes);
         j.submit = t.submit;
         j.end = t.duration;  // the duration, until the job runs
@@ -184,22 +211,17 @@ void Simulator::build_jobs()
         }
         jobs.push_back(std::move(j));
     }
-    std::stable_sort(jobs.begin(), jobs.end(),
-                     [](const SimJobResult& a, const SimJobResult& b) { return a.submit < b.submit; });
-    if (opts.seed != 0) {
-        std::mt19937_64 rng(opts.seed);
-        for (size_t i = 0; i < jobs.size();) {
-            size_t k = i + 1;
-            while (k < jobs.size() && jobs[k].submit == jobs[i].submit)
-                ++k;
-            std::shuffle(jobs.begin() + static_cast<long>(i), jobs.begin() + static_cast<long>(k), rng);
-            i = k;
-        }
-    }
-    // Each job's class: FNV-1a 64 of its id, mod 10000, against the shares.
+    // Each job's class: its own intent where the trace gives one (one
+    // class_intent entry per distinct intent), else FNV-1a 64 of its id,
+    // mod 10000, against the shares.
     cls_of.assign(jobs.size(), 0);
     for (size_t i = 0; i < jobs.size(); ++i) {
-        if (!opts.class_shares.empty()) {
+        if (const std::optional<JobIntent>& own = trace.jobs[src[i]].intent) {
+            auto it = std::find(class_intent.begin(), class_intent.end(), *own);
+            cls_of[i] = static_cast<int>(it - class_intent.begin());
+            if (it == class_intent.end())
+                class_intent.push_back(*own);
+        } else if (!opts.class_shares.empty()) {
             uint64_t h = 14695981039346656037ULL;
             for (unsigned char c : jobs[i].id) {
                 h ^= c;
@@ -215,7 +237,8 @@ void Simulator::build_jobs()
                 }
             }
         }
-        jobs[i].workload_class = cls_of[i] ? opts.class_shares[cls_of[i] - 1].first : opts.workload_class;
+        const WorkloadClass wc = class_intent[cls_of[i]].workload_class;
+        jobs[i].workload_class = wc != WorkloadClass::Unset ? to_string(wc) : opts.workload_class;
         jobs[i].deferrable = is_deferrable(m.admission, class_intent[cls_of[i]]);
     }
     {
@@ -231,6 +254,8 @@ void Simulator::build_jobs()
     for (size_t i = 0; i < jobs.size(); ++i)
         duration[i] = jobs[i].end;
     first_submit = jobs.empty() ? 0 : jobs.front().submit;
+    if (opts.origin >= 0)
+        first_submit = jobs.empty() ? opts.origin : std::min(first_submit, opts.origin);
 }
 
 // The load window leaves out the first 1% of submissions: traces cut

@@ -6,13 +6,16 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/base/error.hpp"
+
 namespace m2g {
 namespace sim {
 
 void Simulator::push_timeline_events()
 {
     for (size_t i = 0; i < jobs.size(); ++i)
-        events.push({jobs[i].submit, kSubmit, static_cast<int>(i)});
+        if (pinned[i].empty())
+            events.push({jobs[i].submit, kSubmit, static_cast<int>(i)});
     if (tl)
         for (const CurtailmentEvent& e : tl->events) {
             SimEventResult er;
@@ -36,6 +39,28 @@ void Simulator::push_timeline_events()
             events.push({sim_time(w.start), kSignal, -1});
             events.push({sim_time(w.end), kSignal, -1});
         }
+}
+
+// A forecast's running jobs: started at their submit on their own nodes,
+// as select/m2g's job_begin saw them, before anything else happens.
+void Simulator::start_pinned()
+{
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        if (pinned[i].empty())
+            continue;
+        const int j = static_cast<int>(i);
+        for (int n : pinned[i])
+            if (node_free[n] < jobs[i].gpus_per_node)
+                throw Error("job " + jobs[i].id + ": runs on " + m.nodes[n].name + " with " +
+                            std::to_string(jobs[i].gpus_per_node) + " GPUs, but only " + std::to_string(node_free[n]) +
+                            " of its GPUs are not taken by the jobs before it");
+        jobs[i].eligible = jobs[i].submit;
+        picked = pinned[i];
+        start_job(j, jobs[i].submit);
+    }
+    r.peak_site_kw = std::max(r.peak_site_kw, site_kw);
+    if (opts.record_site_power && site_kw > 0)
+        r.site_power.emplace_back(first_submit, site_kw);
 }
 
 // Every event in time order; at each time, what Slurm, job_submit/m2g and

@@ -60,6 +60,7 @@ SimStats stats_of(const std::string& name, const std::vector<const SimJobResult*
 
 SimResult Simulator::run()
 {
+    start_pinned();
     run_events();
     collect_results();
     if (curtail && opts.curtail_baseline)

@@ -102,6 +102,7 @@ class Simulator {
 
     // ---- queue, placement, backfill (sim_queue.cpp) --------------------------
     void push_timeline_events();
+    void start_pinned();
     void run_events();
     bool select_nodes(const JobFacts& f, const std::vector<uint8_t>& offer, const FreeGpus& free_now,
                       SelectMode mode, double now);
@@ -172,6 +173,7 @@ class Simulator {
     bool admission_on = false;  // job_submit/m2g decides (Admission=enforce or monitor)
 
     std::vector<int> cls_of;        // each job's class (index into class_intent)
+    std::vector<std::vector<int>> pinned;  // running from its submit on these nodes (TraceJob::running_on)
     std::vector<double> duration;   // each job's run time
     double first_submit = 0;
     size_t w0 = 0;                  // the submission at the 1% point

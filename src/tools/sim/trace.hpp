@@ -10,9 +10,12 @@
 // Every error names file:line and says what is accepted.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/job/intent.hpp"
 
 namespace m2g {
 
@@ -22,6 +25,13 @@ struct TraceJob {
     double duration = 0;  // seconds of run time, >= 0
     int gpus = 0;         // > 0
     double limit = 0;     // time limit asked for (SWF field 9, requested time), seconds; 0: none given
+    // A forecast's starting state (`m2g forecast`; never from a trace file):
+    // the job's own --m2g-* intent (nullopt: the run's class assignment),
+    // and for a job already running at `submit`, the model nodes it holds
+    // (empty: it is submitted then, and placed as any other).
+    std::optional<JobIntent> intent{};
+    int nodes = 0;  // nodes asked for (0: as few as hold its GPUs)
+    std::vector<int> running_on{};
 };
 
 struct Trace {

@@ -1,0 +1,546 @@
+// m2g tools: the forecast (see forecast.hpp and doc/forecast.md): the live
+// state as a simulator trace (running jobs on their nodes, pending jobs in
+// Slurm's priority order with their intent), one run on the class
+// estimates for the starts, `samples` runs on drawn power for the bands.
+#include "tools/reports/forecast.hpp"
+
+#include <json-c/json.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "core/base/error.hpp"
+#include "core/base/hostlist.hpp"
+#include "core/base/keys.hpp"
+#include "core/base/time.hpp"
+#include "core/job/annotation.hpp"
+#include "tools/reports/report_util.hpp"
+
+namespace m2g {
+
+using namespace reports;
+
+namespace {
+
+const char* const kAlternatives[] = {"strict:nvlink", "prefer:nvlink", "any"};
+
+// The --m2g-topology a job is placed with: what select/m2g recorded
+// (policy=), else its partition's default.
+std::string topology_of(const Model& m, const JobView& j)
+{
+    const std::optional<PlacementAnnotation> pl = read_annotation(j.admin_comment).placement;
+    if (pl && !pl->policy.empty())
+        return pl->policy;
+    return m.policy_for(j.partition).default_topology;
+}
+
+// Slurm's queue order: priority, then submit time, then job id
+// (slurmctld/job_scheduler.c sort_job_queue2(), within one partition tier).
+std::vector<const JobView*> pending_in_order(const ClusterView& c)
+{
+    std::vector<const JobView*> out;
+    for (const JobView& j : c.jobs)
+        if (j.state == JobState::Pending)
+            out.push_back(&j);
+    std::stable_sort(out.begin(), out.end(), [](const JobView* a, const JobView* b) {
+        if (a->priority != b->priority)
+            return a->priority > b->priority;
+        if (a->submit_time != b->submit_time)
+            return a->submit_time < b->submit_time;
+        return a->id < b->id;
+    });
+    return out;
+}
+
+struct Built {
+    Trace trace;
+    std::vector<const JobView*> pending;  // forecast, in order
+    int running = 0;
+    std::vector<std::string> notes;
+};
+
+// The trace of the cluster now. `override_id`'s topology is `override_topology`.
+Built build_trace(const Model& m, const ClusterView& c, int64_t now, const ForecastOptions& o, uint32_t override_id,
+                  const std::string& override_topology)
+{
+    Built b;
+    b.trace.format = "forecast";
+    const double t0 = static_cast<double>(now);
+    std::vector<int> used(m.nodes.size(), 0);
+    int no_gpus = 0, outside = 0, squeezed = 0;
+    for (const JobView& j : c.jobs) {
+        if (j.state != JobState::Running && j.state != JobState::Completing)
+            continue;
+        if (j.gpus <= 0) {
+            ++no_gpus;
+            continue;
+        }
+        if (j.node_idx.empty()) {
+            ++outside;
+            continue;
+        }
+        const int n = static_cast<int>(j.node_idx.size());
+        int per_node = (j.gpus + n - 1) / n;
+        for (int x : j.node_idx)
+            per_node = std::min(per_node, m.nodes[static_cast<size_t>(x)].gpus - used[static_cast<size_t>(x)]);
+        if (per_node < (j.gpus + n - 1) / n)
+            ++squeezed;
+        if (per_node <= 0)
+            continue;
+        for (int x : j.node_idx)
+            used[static_cast<size_t>(x)] += per_node;
+        double end = j.end_time > now ? static_cast<double>(j.end_time)
+                     : j.time_limit_s > 0 && j.start_time > 0
+                         ? static_cast<double>(j.start_time + j.time_limit_s)
+                         : t0 + o.unlimited_s;
+        if (j.state == JobState::Completing || end <= t0)
+            end = t0 + 1;  // ending now (completing, or past its limit)
+        TraceJob t;
+        t.id = std::to_string(j.id);
+        t.submit = t0;
+        t.duration = end - t0;
+        t.gpus = per_node * n;
+        t.running_on = j.node_idx;
+        JobIntent in = j.intent;
+        apply_option(in, kw::kOptTopology, topology_of(m, j), now);
+        t.intent = in;
+        b.trace.jobs.push_back(std::move(t));
+        ++b.running;
+    }
+    int pending_no_gpus = 0;
+    for (const JobView* j : pending_in_order(c)) {
+        if (j->gpus <= 0) {
+            ++pending_no_gpus;
+            continue;
+        }
+        TraceJob t;
+        t.id = std::to_string(j->id);
+        t.submit = std::max(t0, static_cast<double>(j->begin_time));
+        t.duration = j->time_limit_s > 0 ? static_cast<double>(j->time_limit_s) : o.unlimited_s;
+        t.limit = t.duration;
+        t.gpus = j->gpus;
+        t.nodes = j->nodes;
+        JobIntent in = j->intent;
+        apply_option(in, kw::kOptTopology, j->id == override_id ? override_topology : topology_of(m, *j), now);
+        t.intent = in;
+        b.trace.jobs.push_back(std::move(t));
+        b.pending.push_back(j);
+    }
+    if (no_gpus)
+        b.notes.push_back(std::to_string(no_gpus) + " running jobs hold no GPUs: left out (their nodes' GPUs count as free)");
+    if (outside)
+        b.notes.push_back(std::to_string(outside) + " running jobs are on nodes m2g.conf does not declare: left out");
+    if (squeezed)
+        b.notes.push_back(std::to_string(squeezed) +
+                          " running jobs hold more GPUs than their nodes have free in m2g.conf: counted with fewer");
+    if (pending_no_gpus)
+        b.notes.push_back(std::to_string(pending_no_gpus) + " pending jobs ask for no GPUs: not forecast");
+    return b;
+}
+
+// The timeline the runs read: the feed in force (its events, maintenance,
+// budgets, health) from `now`, with the nodes Slurm has down or drained.
+Signals timeline_of(const Model& m, const ClusterView& c, const SignalsView& v, int64_t now)
+{
+    Signals s = v.snap ? *v.snap
+                       : parse_signals("{\"schema\": \"m2g.signals/v1\", \"generated_at\": \"" + format_utc(now) +
+                                           "\", \"source\": \"m2g forecast\"}",
+                                       "(none)", m, now);
+    s.generated_at = now;
+    s.node_down.resize(m.nodes.size(), 0);
+    for (size_t n = 0; n < m.nodes.size() && n < c.nodes.size(); ++n)
+        if (!c.nodes[n].known || c.nodes[n].down || c.nodes[n].drained)
+            s.node_down[n] = 1;
+    return s;
+}
+
+SimOptions sim_options(const Signals& tl, int64_t now)
+{
+    SimOptions so;
+    so.policy = SimPolicy::M2G;
+    so.keep_order = true;
+    so.origin = static_cast<double>(now);
+    so.timeline = &tl;
+    so.backfill_slurm = true;  // Slurm's backfill plan (backfill.c), bf_window 1 day
+    so.curtail_baseline = false;
+    so.record_site_power = true;
+    return so;
+}
+
+struct Run {
+    SimResult r;
+    std::map<std::string, size_t> index;  // job id -> job_results index
+};
+
+Run run_once(const Model& m, const Trace& t, const SimOptions& so)
+{
+    Run run;
+    run.r = simulate(m, t, so);
+    for (size_t i = 0; i < run.r.job_results.size(); ++i)
+        run.index.emplace(run.r.job_results[i].id, i);
+    return run;
+}
+
+std::string nodes_of(const Model& m, const SimJobResult& j)
+{
+    std::vector<std::string> names;
+    for (int n : j.placed)
+        names.push_back(m.nodes[static_cast<size_t>(n)].name);
+    return hostlist_compress(names);
+}
+
+// Linear-interpolated percentile of sorted `v` at q in [0,1].
+double quantile(const std::vector<double>& v, double q)
+{
+    if (v.empty())
+        return 0;
+    const double pos = q * static_cast<double>(v.size() - 1);
+    const size_t i = static_cast<size_t>(pos);
+    const double f = pos - static_cast<double>(i);
+    return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
+}
+
+// kW per point of the grid: the site from the run's recorded series,
+// rows and racks from its jobs (start, end, nodes, draw).
+struct Draws {
+    std::vector<double> site;
+    std::vector<std::vector<double>> rows, racks;  // [index][point]
+};
+
+Draws draws_of(const Model& m, const SimResult& r, const std::vector<int>& row_ids, double t0, double step, int points)
+{
+    Draws d;
+    d.site.assign(static_cast<size_t>(points), 0.0);
+    d.rows.assign(row_ids.size(), std::vector<double>(static_cast<size_t>(points), 0.0));
+    d.racks.assign(m.domains.size(), std::vector<double>(static_cast<size_t>(points), 0.0));
+    size_t k = 0;
+    for (int p = 0; p < points; ++p) {
+        const double t = t0 + step * p;
+        while (k < r.site_power.size() && r.site_power[k].first <= t)
+            ++k;
+        // (The run's running sum may end a hair below zero.)
+        d.site[static_cast<size_t>(p)] = k > 0 ? std::max(0.0, r.site_power[k - 1].second) : 0.0;
+    }
+    std::vector<int> row_of_fd(m.fault_domains.size(), -1);
+    for (size_t i = 0; i < row_ids.size(); ++i)
+        row_of_fd[static_cast<size_t>(row_ids[i])] = static_cast<int>(i);
+    for (const SimJobResult& j : r.job_results) {
+        if (j.start < 0)
+            continue;
+        const double kw_node = j.w_gpu * j.gpus_per_node / 1000.0;
+        const int p0 = std::max(0, static_cast<int>(std::ceil((j.start - t0) / step)));
+        for (int p = p0; p < points; ++p) {
+            const double t = t0 + step * p;
+            if (j.end >= 0 && t >= j.end)
+                break;
+            for (int n : j.placed) {
+                const Node& node = m.nodes[static_cast<size_t>(n)];
+                if (node.domain != kNone)
+                    d.racks[static_cast<size_t>(node.domain)][static_cast<size_t>(p)] += kw_node;
+                for (int fd : node.fault_domains)
+                    if (row_of_fd[static_cast<size_t>(fd)] >= 0)
+                        d.rows[static_cast<size_t>(row_of_fd[static_cast<size_t>(fd)])][static_cast<size_t>(p)] +=
+                            kw_node;
+            }
+        }
+    }
+    return d;
+}
+
+ForecastBand band(const std::string& scope, const std::string& name, const std::vector<const std::vector<double>*>& runs,
+                  int points)
+{
+    ForecastBand b;
+    b.scope = scope;
+    b.name = name;
+    for (int p = 0; p < points; ++p) {
+        std::vector<double> v;
+        for (const std::vector<double>* r : runs)
+            v.push_back((*r)[static_cast<size_t>(p)]);
+        std::sort(v.begin(), v.end());
+        b.p10.push_back(quantile(v, 0.1));
+        b.p50.push_back(quantile(v, 0.5));
+        b.p90.push_back(quantile(v, 0.9));
+    }
+    return b;
+}
+
+}  // namespace
+
+Forecast make_forecast(const Model& m, const ClusterView& c, const SignalsView& v, int64_t now,
+                       const ForecastOptions& o)
+{
+    const auto wall0 = std::chrono::steady_clock::now();
+    if (!(o.step_s > 0) || !(o.horizon_s >= o.step_s))
+        throw Error("forecast: the step must be above 0 and the horizon at least one step");
+    if (o.samples < 1)
+        throw Error("forecast: --samples must be 1 or more");
+    Forecast f;
+    f.made_at = now;
+    f.step_s = o.step_s;
+    const Signals tl = timeline_of(m, c, v, now);
+    const SimOptions base_opts = sim_options(tl, now);
+    Built b = build_trace(m, c, now, o, 0, "");
+    f.running = b.running;
+    f.notes = b.notes;
+    const Run base = run_once(m, b.trace, base_opts);
+
+    // The power runs: drawn per-GPU power, seeds 1..samples.
+    std::vector<Run> samples;
+    if (o.power) {
+        f.samples = o.samples;
+        f.power_source = o.power->source;
+        for (int s = 1; s <= o.samples; ++s) {
+            SimOptions so = base_opts;
+            so.power = o.power;
+            so.seed = static_cast<uint64_t>(s);
+            samples.push_back(run_once(m, b.trace, so));
+        }
+    } else {
+        f.samples = 1;
+        f.power_source = "class estimates (admission's power per GPU)";
+    }
+    const std::vector<const Run*> power_runs = [&] {
+        std::vector<const Run*> out;
+        if (samples.empty())
+            out.push_back(&base);
+        for (const Run& r : samples)
+            out.push_back(&r);
+        return out;
+    }();
+
+    for (const JobView* j : b.pending) {
+        const std::string id = std::to_string(j->id);
+        const SimJobResult& r = base.r.job_results[base.index.at(id)];
+        ForecastJob fj;
+        fj.id = j->id;
+        fj.topology = topology_of(m, *j);
+        fj.workload_class = r.workload_class;
+        fj.nodes = r.nodes;
+        fj.gpus = r.gpus;
+        if (r.start >= 0) {
+            fj.start = static_cast<int64_t>(std::ceil(r.start));
+            fj.end = static_cast<int64_t>(std::ceil(r.end));
+            fj.domains = r.domains;
+            fj.nodes_list = nodes_of(m, r);
+        }
+        std::vector<double> starts;
+        constexpr double kNever = std::numeric_limits<double>::infinity();
+        for (const Run* run : power_runs) {
+            const SimJobResult& x = run->r.job_results[run->index.at(id)];
+            starts.push_back(x.start >= 0 ? x.start : kNever);
+        }
+        std::sort(starts.begin(), starts.end());
+        const double s10 = starts[static_cast<size_t>(std::floor(0.1 * static_cast<double>(starts.size() - 1)))];
+        const double s90 = starts[static_cast<size_t>(std::ceil(0.9 * static_cast<double>(starts.size() - 1)))];
+        fj.start_p10 = std::isfinite(s10) ? static_cast<int64_t>(std::ceil(s10)) : -1;
+        fj.start_p90 = std::isfinite(s90) ? static_cast<int64_t>(std::ceil(s90)) : -1;
+        f.jobs.push_back(std::move(fj));
+    }
+
+    if (o.alternatives_for != 0) {
+        auto it = std::find_if(f.jobs.begin(), f.jobs.end(),
+                               [&](const ForecastJob& j) { return j.id == o.alternatives_for; });
+        if (it == f.jobs.end())
+            throw NotFoundError("job " + std::to_string(o.alternatives_for) +
+                                ": not a pending job with GPUs; alternatives are forecast for pending jobs only");
+        for (const char* topo : kAlternatives) {
+            if (it->topology == topo)
+                continue;
+            const Built alt = build_trace(m, c, now, o, o.alternatives_for, topo);
+            const Run run = run_once(m, alt.trace, base_opts);
+            const SimJobResult& r = run.r.job_results[run.index.at(std::to_string(o.alternatives_for))];
+            ForecastAlternative a;
+            a.topology = topo;
+            if (r.start >= 0) {
+                a.start = static_cast<int64_t>(std::ceil(r.start));
+                a.domains = r.domains;
+                a.nodes = nodes_of(m, r);
+            }
+            it->alternatives.push_back(std::move(a));
+        }
+    }
+
+    // The bands: site, rows (fault domains of Type=row), racks.
+    const int points = static_cast<int>(std::floor(o.horizon_s / o.step_s)) + 1;
+    std::vector<int> row_ids;
+    for (size_t i = 0; i < m.fault_domains.size(); ++i)
+        if (m.fault_domains[i].type == "row")
+            row_ids.push_back(static_cast<int>(i));
+    std::vector<Draws> draws;
+    for (const Run* run : power_runs)
+        draws.push_back(draws_of(m, run->r, row_ids, static_cast<double>(now), o.step_s, points));
+    auto budgets = [&](EventScope scope, int index) {
+        std::vector<double> out;
+        for (int p = 0; p < points; ++p)
+            out.push_back(effective_budget_kw(m, &tl, scope, index,
+                                              now + static_cast<int64_t>(std::llround(o.step_s * p))));
+        return out;
+    };
+    {
+        std::vector<const std::vector<double>*> rs;
+        for (const Draws& d : draws)
+            rs.push_back(&d.site);
+        f.bands.push_back(band("site", "site", rs, points));
+        f.bands.back().budget_kw = budgets(EventScope::Site, 0);
+    }
+    for (size_t i = 0; i < row_ids.size(); ++i) {
+        std::vector<const std::vector<double>*> rs;
+        for (const Draws& d : draws)
+            rs.push_back(&d.rows[i]);
+        f.bands.push_back(band("row", m.fault_domains[static_cast<size_t>(row_ids[i])].name, rs, points));
+        f.bands.back().budget_kw = budgets(EventScope::Row, row_ids[i]);
+    }
+    for (size_t d = 0; d < m.domains.size(); ++d) {
+        std::vector<const std::vector<double>*> rs;
+        for (const Draws& x : draws)
+            rs.push_back(&x.racks[d]);
+        f.bands.push_back(band("rack", m.domains[d].name, rs, points));
+        f.bands.back().budget_kw = budgets(EventScope::Rack, static_cast<int>(d));
+    }
+    if (v.failsafe)
+        f.notes.push_back("the signals feed is " + std::string(to_string(v.state)) +
+                          ": the forecast uses its last good snapshot's events and budgets, not the fail-safe");
+    f.notes.push_back("jobs run for their time limit (what Slurm and m2g know; most end sooner), so starts are late "
+                      "rather than early; GPU power of jobs only (idle GPUs and hosts are not counted)");
+    f.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    return f;
+}
+
+namespace {
+
+std::string when(int64_t t, int64_t now)
+{
+    if (t < 0)
+        return "never";
+    if (t <= now)
+        return "now";
+    return format_utc(t) + " (in " + about(static_cast<double>(t - now)) + ")";
+}
+
+json_object* band_json(const ForecastBand& b)
+{
+    json_object* o = json_object_new_object();
+    add(o, "scope", jstr(b.scope));
+    add(o, "name", jstr(b.name));
+    for (const auto& [key, v] : {std::pair<const char*, const std::vector<double>*>{"p10_kw", &b.p10},
+                                 {"p50_kw", &b.p50},
+                                 {"p90_kw", &b.p90},
+                                 {"budget_kw", &b.budget_kw}}) {
+        json_object* a = json_object_new_array();
+        for (double x : *v)
+            json_object_array_add(a, x < 0 ? nullptr : jnum(x, 2));
+        add(o, key, a);
+    }
+    return o;
+}
+
+}  // namespace
+
+std::string format_forecast(const Model& m, const Forecast& f, bool json)
+{
+    (void)m;
+    if (json) {
+        json_object* o = json_object_new_object();
+        add(o, "made_at", jstr(format_utc(f.made_at)));
+        add(o, "made_at_epoch", json_object_new_int64(f.made_at));
+        add(o, "step_s", jnum(f.step_s, 0));
+        add(o, "samples", json_object_new_int(f.samples));
+        add(o, "power_source", jstr(f.power_source));
+        add(o, "running", json_object_new_int(f.running));
+        json_object* jobs = json_object_new_array();
+        for (const ForecastJob& j : f.jobs) {
+            json_object* x = json_object_new_object();
+            add(x, "job", json_object_new_int64(j.id));
+            add(x, "topology", jstr(j.topology));
+            add(x, "class", jstr(j.workload_class));
+            add(x, "nodes", json_object_new_int(j.nodes));
+            add(x, "gpus", json_object_new_int(j.gpus));
+            add(x, "start", j.start < 0 ? nullptr : json_object_new_int64(j.start));
+            add(x, "start_in_s", j.start < 0 ? nullptr : json_object_new_int64(std::max<int64_t>(0, j.start - f.made_at)));
+            add(x, "start_p10", j.start_p10 < 0 ? nullptr : json_object_new_int64(j.start_p10));
+            add(x, "start_p90", j.start_p90 < 0 ? nullptr : json_object_new_int64(j.start_p90));
+            add(x, "end", j.end < 0 ? nullptr : json_object_new_int64(j.end));
+            add(x, "domains", json_object_new_int(j.domains));
+            add(x, "nodelist", jstr(j.nodes_list));
+            if (!j.alternatives.empty()) {
+                json_object* alts = json_object_new_array();
+                for (const ForecastAlternative& a : j.alternatives) {
+                    json_object* y = json_object_new_object();
+                    add(y, "topology", jstr(a.topology));
+                    add(y, "start", a.start < 0 ? nullptr : json_object_new_int64(a.start));
+                    add(y, "start_in_s",
+                        a.start < 0 ? nullptr : json_object_new_int64(std::max<int64_t>(0, a.start - f.made_at)));
+                    add(y, "domains", json_object_new_int(a.domains));
+                    add(y, "nodelist", jstr(a.nodes));
+                    json_object_array_add(alts, y);
+                }
+                add(x, "alternatives", alts);
+            }
+            json_object_array_add(jobs, x);
+        }
+        add(o, "jobs", jobs);
+        json_object* bands = json_object_new_array();
+        for (const ForecastBand& b : f.bands)
+            json_object_array_add(bands, band_json(b));
+        add(o, "power", bands);
+        json_object* notes = json_object_new_array();
+        for (const std::string& n : f.notes)
+            json_object_array_add(notes, jstr(n));
+        add(o, "notes", notes);
+        add(o, "wall_s", jnum(f.wall_s, 3));
+        return json_text(o);
+    }
+    std::ostringstream out;
+    out << "forecast at " << format_utc(f.made_at) << ": " << f.running << " jobs running, " << f.jobs.size()
+        << " pending (in Slurm's priority order); power: " << f.power_source;
+    if (f.samples > 1)
+        out << ", " << f.samples << " runs";
+    out << "\n\n";
+    if (f.jobs.empty())
+        out << "no pending jobs with GPUs\n";
+    else {
+        char line[512];
+        std::snprintf(line, sizeof line, "%-8s %5s %5s %-14s %-9s %s\n", "JOBID", "NODES", "GPUS", "TOPOLOGY",
+                      "DOMAINS", "START (P10-P90 with drawn power), WHERE");
+        out << line;
+        for (const ForecastJob& j : f.jobs) {
+            std::string start = when(j.start, f.made_at);
+            if (j.start >= 0 && f.samples > 1 && (j.start_p10 != j.start || j.start_p90 != j.start))
+                start += " [" + (j.start_p10 < 0 ? std::string("never") : format_utc(j.start_p10).substr(11, 5)) +
+                         "-" + (j.start_p90 < 0 ? std::string("never") : format_utc(j.start_p90).substr(11, 5)) + "]";
+            if (j.start >= 0)
+                start += " on " + j.nodes_list;
+            std::snprintf(line, sizeof line, "%-8u %5d %5d %-14s %-9d ", j.id, j.nodes, j.gpus, j.topology.c_str(),
+                          j.domains);
+            out << line << start << "\n";
+            for (const ForecastAlternative& a : j.alternatives)
+                out << "           with " << a.topology << ": " << when(a.start, f.made_at)
+                    << (a.start >= 0 ? " on " + a.nodes + " (" + std::to_string(a.domains) + " domains)" : "") << "\n";
+        }
+    }
+    const ForecastBand& site = f.bands.front();
+    out << "\nsite GPU power, kW (P10 / P50 / P90), hourly:\n";
+    const int per_hour = std::max(1, static_cast<int>(std::llround(3600.0 / f.step_s)));
+    for (size_t p = 0; p < site.p50.size(); p += static_cast<size_t>(per_hour)) {
+        const int64_t t = f.made_at + static_cast<int64_t>(std::llround(f.step_s * static_cast<double>(p)));
+        out << "  " << format_utc(t).substr(11, 5) << "  " << kw1(site.p10[p]) << " / " << kw1(site.p50[p]) << " / "
+            << kw1(site.p90[p]);
+        if (site.budget_kw[p] >= 0)
+            out << "  (budget " << kw1(site.budget_kw[p]) << ")";
+        out << "\n";
+    }
+    if (!f.notes.empty()) {
+        out << "\nnotes:\n";
+        for (const std::string& n : f.notes)
+            out << "  - " << n << "\n";
+    }
+    return out.str();
+}
+
+}  // namespace m2g

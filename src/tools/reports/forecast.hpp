@@ -1,0 +1,89 @@
+// m2g tools: the forecast (`m2g forecast`, doc/forecast.md) — the live
+// cluster run forward through the simulator, which runs the production
+// sessions (select/m2g's placement, job_submit/m2g's admission,
+// m2g-curtaild's planner): when each pending job should start and where,
+// under its own intent and under the alternatives, and what the site, its
+// rows and racks will draw over the next hours as P10/P50/P90 bands.
+//
+// It knows what a live controller knows: running jobs end at their time
+// limit (Slurm's EndTime), pending jobs run for their time limit, in
+// Slurm's priority order; GPU power is the class estimate (admission's),
+// or drawn from a per-GPU power distribution (the bands). Slurm-free: the
+// state comes in as a ClusterView (status.hpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/model/model.hpp"
+#include "core/power/signals.hpp"
+#include "tools/reports/status.hpp"
+#include "tools/sim/sim.hpp"
+
+namespace m2g {
+
+struct ForecastOptions {
+    double horizon_s = 86400;  // the power bands' span
+    double step_s = 900;       // between two points of a band
+    // Power draws for the bands: this many runs, each GPU's draw from
+    // `power` with seeds 1..samples. Null power: one run on the class
+    // estimates (the band has no width).
+    int samples = 20;
+    const PowerCdf* power = nullptr;
+    // A job Slurm gives no time limit (unlimited) is taken to run this long.
+    double unlimited_s = 7 * 86400.0;
+    // A pending job: also forecast its start under each other intent
+    // (strict:nvlink, prefer:nvlink, any), one more run each. 0: none.
+    uint32_t alternatives_for = 0;
+};
+
+struct ForecastAlternative {
+    std::string topology;  // "prefer:nvlink"
+    int64_t start = -1;    // epoch s; -1: never within the run (it cannot be placed)
+    int domains = 0;       // NVLink domains it would span
+    std::string nodes;     // Slurm hostlist
+};
+
+struct ForecastJob {
+    uint32_t id = 0;
+    std::string topology;  // the intent it was forecast with
+    std::string workload_class;
+    int nodes = 0, gpus = 0;
+    int64_t start = -1;    // epoch s (the class-estimate run); -1: never (no placement its intent accepts)
+    int64_t end = -1;      // start + time limit
+    int64_t start_p10 = -1, start_p90 = -1;  // over the power samples (admission and the gate read power)
+    int domains = 0;
+    std::string nodes_list;  // Slurm hostlist of the model's node names
+    std::vector<ForecastAlternative> alternatives;
+};
+
+struct ForecastBand {
+    std::string scope;  // "site", "row", "rack"
+    std::string name;
+    std::vector<double> p10, p50, p90;  // kW at made_at + k * step_s
+    std::vector<double> budget_kw;      // effective budget at each point (-1: none)
+};
+
+struct Forecast {
+    int64_t made_at = 0;
+    double step_s = 0;
+    int samples = 0;
+    std::string power_source;  // "class estimates" or the CDF's source
+    int running = 0;           // jobs already running, started at their nodes
+    std::vector<ForecastJob> jobs;  // pending, in Slurm's priority order
+    std::vector<ForecastBand> bands;  // site, then rows, then racks
+    std::vector<std::string> notes;   // what was left out or assumed, for people
+    double wall_s = 0;
+};
+
+// The forecast from the cluster `c` at `now`, on the signals `v` (its
+// events, maintenance, budgets; nodes down or drained in `c` are unusable).
+// Throws Error when `alternatives_for` is not a pending job of `c`.
+Forecast make_forecast(const Model& m, const ClusterView& c, const SignalsView& v, int64_t now,
+                       const ForecastOptions& o);
+
+// The text table (jobs, then the site band hourly), or one JSON object.
+std::string format_forecast(const Model& m, const Forecast& f, bool json);
+
+}  // namespace m2g

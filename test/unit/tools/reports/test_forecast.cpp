@@ -1,0 +1,216 @@
+// m2g tools: the forecast (tools/reports/forecast.hpp) on the 8-rack NVL72
+// fixture: a live view run forward through the production sessions gives
+// each pending job its start, place and alternatives, and the power bands;
+// `m2g explain` quotes it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "core/base/error.hpp"
+#include "core/model/config.hpp"
+#include "core/power/admission.hpp"
+#include "tools/reports/explain.hpp"
+#include "tools/reports/forecast.hpp"
+
+using namespace m2g;
+
+namespace {
+
+constexpr int64_t kNow = 1795982400;  // 2026-11-29T20:00:00Z
+constexpr int64_t kMin = 60, kHour = 3600;
+
+class ForecastTest : public testing::Test {
+  protected:
+    ForecastTest() : m(load_model(M2G_FIXTURES "/nvl72-8rack.conf"))
+    {
+        c.taken_at = kNow;
+        c.nodes.resize(m.nodes.size());
+        for (NodeView& n : c.nodes) {
+            n.known = true;
+            n.gpus_total = 4;
+        }
+    }
+
+    JobView& job(uint32_t id, JobState state, int gpus, const std::string& comment = "")
+    {
+        JobView j;
+        j.id = id;
+        j.state = state;
+        j.intent.workload_class = WorkloadClass::Training;
+        j.gpus = gpus;
+        j.nodes = (gpus + 3) / 4;
+        j.admin_comment = comment;
+        j.submit_time = kNow - 10 * kMin;
+        j.partition = "gpu";
+        j.time_limit_s = 2 * kHour;
+        c.jobs.push_back(j);
+        return c.jobs.back();
+    }
+
+    // Rack r (1-8) has a running job on its first r nodes; nvl03's ends
+    // first (25 min), then nvl01's (40 min), nvl02's (50 min), ...; nvl05's
+    // has no time limit.
+    void staircase()
+    {
+        for (int r = 1; r <= 8; ++r) {
+            JobView& run = job(200 + static_cast<uint32_t>(r), JobState::Running, 4 * r);
+            for (int i = 1; i <= r; ++i) {
+                const int n = m.domains[static_cast<size_t>(r - 1)].nodes[static_cast<size_t>(i - 1)];
+                run.node_idx.push_back(n);
+                c.nodes[static_cast<size_t>(n)].gpus_alloc = 4;
+            }
+            run.start_time = kNow - kHour;
+            run.end_time = r == 5 ? 0 : r == 3 ? kNow + 25 * kMin : kNow + (30 + 10 * r) * kMin;
+            run.time_limit_s = r == 5 ? 0 : run.end_time - run.start_time;
+        }
+    }
+
+    const ForecastJob& of(const Forecast& f, uint32_t id)
+    {
+        for (const ForecastJob& j : f.jobs)
+            if (j.id == id)
+                return j;
+        throw std::runtime_error("no job " + std::to_string(id));
+    }
+
+    Model m;
+    ClusterView c;
+};
+
+const std::string kStrict = "m2g:[waiting policy=strict:nvlink wait=nvlink-domain need=18 reason=waiting for an NVLink "
+                            "domain with 18 free healthy nodes (best now: nvl01 with 17)]";
+
+}  // namespace
+
+TEST_F(ForecastTest, StrictJobStartsWhenADomainFreesAndPreferOrAnySooner)
+{
+    staircase();
+    job(20, JobState::Pending, 72, kStrict).slurm_reason = "Resources";
+    ForecastOptions o;
+    o.samples = 1;
+    o.alternatives_for = 20;
+    const Forecast f = make_forecast(m, c, SignalsView{}, kNow, o);
+    EXPECT_EQ(f.running, 8);
+    ASSERT_EQ(f.jobs.size(), 1u);
+    const ForecastJob& j = f.jobs[0];
+    EXPECT_EQ(j.topology, "strict:nvlink");
+    EXPECT_EQ(j.nodes, 18);
+    EXPECT_EQ(j.start, kNow + 25 * kMin);  // nvl03 is whole again
+    EXPECT_EQ(j.end, kNow + 25 * kMin + 2 * kHour);
+    EXPECT_EQ(j.nodes_list, "r03n[01-18]");
+    EXPECT_EQ(j.domains, 1);
+    ASSERT_EQ(j.alternatives.size(), 2u);
+    EXPECT_EQ(j.alternatives[0].topology, "prefer:nvlink");
+    EXPECT_EQ(j.alternatives[0].start, kNow + 300);  // PreferWaitSec=300, then the best lesser placement
+    EXPECT_EQ(j.alternatives[0].domains, 2);
+    EXPECT_EQ(j.alternatives[1].topology, "any");
+    EXPECT_EQ(j.alternatives[1].start, kNow);
+
+    // explain quotes it: when, and what would start it sooner.
+    const Explanation e = explain_job(m, c, SignalsView{}, c.jobs.back(), kNow, &f);
+    EXPECT_NE(std::find(e.evidence.begin(), e.evidence.end(),
+                        "m2g forecast: with strict:nvlink it should start in about 25 min (by 2026-11-29T20:25:00Z) "
+                        "on r03n[01-18], if every job runs to its time limit (most end sooner)"),
+              e.evidence.end());
+    EXPECT_NE(std::find(e.suggestions.begin(), e.suggestions.end(),
+                        "with --m2g-topology=prefer:nvlink it would start in about 5 min instead of in about 25 min "
+                        "(on " + j.alternatives[0].nodes + ", 2 NVLink domains)"),
+              e.suggestions.end());
+    EXPECT_NE(std::find(e.suggestions.begin(), e.suggestions.end(),
+                        "with --m2g-topology=any it would start at Slurm's next scheduling pass instead of in about "
+                        "25 min (on " + j.alternatives[1].nodes + ", " + std::to_string(j.alternatives[1].domains) +
+                        " NVLink domains)"),
+              e.suggestions.end());
+}
+
+TEST_F(ForecastTest, PendingJobsStartInPriorityOrder)
+{
+    staircase();
+    job(30, JobState::Pending, 72, kStrict).priority = 100;
+    job(31, JobState::Pending, 72, kStrict).priority = 200;  // later, but first in Slurm's order
+    ForecastOptions o;
+    o.samples = 1;
+    const Forecast f = make_forecast(m, c, SignalsView{}, kNow, o);
+    ASSERT_EQ(f.jobs.size(), 2u);
+    EXPECT_EQ(f.jobs[0].id, 31u);
+    EXPECT_EQ(f.jobs[0].start, kNow + 25 * kMin);
+    EXPECT_EQ(f.jobs[0].nodes_list, "r03n[01-18]");
+    EXPECT_EQ(f.jobs[1].id, 30u);
+    EXPECT_EQ(f.jobs[1].start, kNow + 40 * kMin);  // nvl01 next
+    EXPECT_EQ(f.jobs[1].nodes_list, "r01n[01-18]");
+    EXPECT_THROW(
+        {
+            o.alternatives_for = 999;
+            make_forecast(m, c, SignalsView{}, kNow, o);
+        },
+        NotFoundError);
+}
+
+TEST_F(ForecastTest, DrainedNodesAreNotUsedAndAJobThatCannotFitNeverStarts)
+{
+    // Every rack has one drained node: no domain ever has 18 healthy nodes.
+    for (const Domain& d : m.domains)
+        c.nodes[static_cast<size_t>(d.nodes[0])].drained = true;
+    job(40, JobState::Pending, 72, kStrict);
+    job(41, JobState::Pending, 8);
+    ForecastOptions o;
+    o.samples = 1;
+    o.alternatives_for = 40;
+    const Forecast f = make_forecast(m, c, SignalsView{}, kNow, o);
+    EXPECT_EQ(of(f, 40).start, -1);
+    ASSERT_EQ(of(f, 40).alternatives.size(), 2u);
+    EXPECT_EQ(of(f, 40).alternatives[1].topology, "any");
+    EXPECT_EQ(of(f, 40).alternatives[1].start, kNow);
+    EXPECT_EQ(of(f, 41).start, kNow);
+    EXPECT_EQ(of(f, 41).nodes_list.find("r01n01"), std::string::npos);
+    // Once every job has ended the site draws nothing, never a hair below
+    // zero (which --json would write as null).
+    for (const ForecastBand& b : f.bands)
+        for (size_t p = 0; p < b.p50.size(); ++p)
+            EXPECT_GE(b.p10[p], 0.0) << b.scope << " " << b.name << " at point " << p;
+    EXPECT_EQ(f.bands.front().p50.back(), 0.0);
+}
+
+TEST_F(ForecastTest, PowerBandsFromClassEstimatesAndFromDrawnPower)
+{
+    staircase();
+    ForecastOptions o;
+    o.samples = 1;
+    o.horizon_s = 2 * kHour;
+    const Forecast f = make_forecast(m, c, SignalsView{}, kNow, o);
+    ASSERT_FALSE(f.bands.empty());
+    const ForecastBand& site = f.bands.front();
+    EXPECT_EQ(site.scope, "site");
+    ASSERT_EQ(site.p50.size(), 9u);  // 2 h in 15-min steps, both ends
+    JobIntent training;
+    training.workload_class = WorkloadClass::Training;
+    const double w = power_w_per_gpu(m.admission, training);
+    EXPECT_NEAR(site.p50[0], 144 * w / 1000.0, 1e-6);  // 4 x (1 + ... + 8) GPUs run now
+    EXPECT_EQ(site.p10[0], site.p90[0]);                // one run: no spread
+    // At 2 h only nvl05's job (no time limit, 20 GPUs) runs: nvl08's, the
+    // last of the others, reached its limit at 110 min.
+    EXPECT_NEAR(site.p50[8], 20 * w / 1000.0, 1e-6);
+    // Racks: nvl03's draw ends at 25 min.
+    const auto nvl03 = std::find_if(f.bands.begin(), f.bands.end(),
+                                    [](const ForecastBand& b) { return b.scope == "rack" && b.name == "nvl03"; });
+    ASSERT_NE(nvl03, f.bands.end());
+    EXPECT_NEAR(nvl03->p50[1], 12 * w / 1000.0, 1e-6);  // 15 min
+    EXPECT_EQ(nvl03->p50[2], 0);                        // 30 min
+
+    // Drawn power: a band with width, ordered.
+    const PowerCdf cdf = parse_power_cdf("cluster,metric,unit,cdf_pct,value\nx,gpu_power,W,0,100\nx,gpu_power,W,"
+                                         "50,300\nx,gpu_power,W,100,700\n",
+                                         "inline", "x");
+    o.power = &cdf;
+    o.samples = 20;
+    const Forecast g = make_forecast(m, c, SignalsView{}, kNow, o);
+    EXPECT_EQ(g.samples, 20);
+    const ForecastBand& s2 = g.bands.front();
+    EXPECT_LT(s2.p10[0], s2.p50[0]);
+    EXPECT_LT(s2.p50[0], s2.p90[0]);
+    EXPECT_EQ(format_forecast(m, g, false).find("site GPU power, kW (P10 / P50 / P90), hourly:") != std::string::npos,
+              true);
+}
