@@ -83,6 +83,9 @@ set -euo pipefail
 
 TB_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 M2G_TESTBED=${M2G_TESTBED:-$TB_LIB_DIR/../../contrib/m2g-testbed}
+# The testbeds this suite brings up are its own: m2g-testbed refuses another
+# suite's `up` on the directory and its `down` while this shell runs.
+export M2G_TESTBED_CALLER=$$
 TB_DIR="" TB_BASE="" _TB_RUNNING=0
 _TAP_N=0 _TAP_FAILED=0 _TAP_PLAN="" _TAP_DONE=0
 

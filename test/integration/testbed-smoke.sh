@@ -13,7 +13,7 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-plan 22
+plan 24
 
 host_run_munge=$([[ -e /run/munge ]] && echo present || echo absent)
 tb_up --racks 2 --stock
@@ -28,6 +28,13 @@ is "$(scontrol -o show node r02n18 | grep -o 'Gres=[^ ]*')" "Gres=gpu:4" "nodes 
 
 rc=0; "$M2G_TESTBED" up --racks 2 --stock --dir "$TB_DIR" 2>/dev/null || rc=$?
 is "$rc" 3 "a second 'up' on a running testbed is refused (exit 3)"
+# Another suite (another M2G_TESTBED_CALLER, here PID 1, always alive) may
+# not stop this suite's testbed, nor take its directory over once its
+# daemons are gone (fc4's select-plugin.sh lost its testbed to a spank.sh
+# on the same base).
+rc=0; M2G_TESTBED_CALLER=1 "$M2G_TESTBED" down --remove --dir "$TB_DIR" 2>"$TB_TMP/other.err" || rc=$?
+ok "[[ $rc != 0 ]] && grep -q 'belongs to process $$' '$TB_TMP/other.err' && scontrol ping >/dev/null" \
+	"another suite's 'down' is refused, naming the owning suite ($$); the testbed still runs"
 
 # ---- a 4-node GPU batch job that runs an srun step --------------------------
 # Each task prints its node and CUDA_VISIBLE_DEVICES.
@@ -129,6 +136,9 @@ if ((${#left[@]})); then
 	while read -r line; do diag "  $line"; done < <(ps -o pid,ppid,stat,etime,args -p "${left[*]}")
 fi
 ok "$M2G_TESTBED down --dir $TB_DIR" "a second down succeeds (idempotent)"
+rc=0; M2G_TESTBED_CALLER=1 "$M2G_TESTBED" up --racks 2 --stock --dir "$TB_DIR" 2>"$TB_TMP/other.err" || rc=$?
+ok "[[ $rc == 3 ]] && grep -q 'belongs to process $$' '$TB_TMP/other.err'" \
+	"another suite's 'up' on this suite's stopped testbed is refused (exit 3) while this suite runs"
 
 # ---- down --remove: the directory goes under the testbed's lock ---------------
 # lib.sh removes a passed suite's testbed this way: another suite may be
