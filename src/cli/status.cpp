@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/plot.hpp"
 #include "core/base/error.hpp"
+#include "core/job/intent.hpp"
 #include "core/model/config.hpp"
 #include "slurmapi/slurm_view.hpp"
 #include "tools/reports/energy.hpp"
@@ -35,6 +36,9 @@ struct StatusArgs {
     std::string power_cdf, power_cluster = "kalos";
     int samples = 20;
     double horizon_h = 24, step_min = 15;
+    std::vector<std::string> flex;
+    std::string flex_start;
+    bool flex_curve = false;
 };
 
 [[noreturn]] void no_such_job(uint32_t job_id)
@@ -106,6 +110,12 @@ void run_forecast(const StatusArgs& a, const Model& m, const ClusterView& c, con
     fo.horizon_s = a.horizon_h * 3600.0;
     fo.step_s = a.step_min * 60.0;
     fo.alternatives_for = a.job_id;
+    const int64_t flex_start = a.flex_start.empty() ? now : parse_until(a.flex_start, now);
+    for (const std::string& spec : a.flex)
+        fo.flex.push_back(parse_flex(spec, flex_start));
+    if (a.flex_curve)
+        for (const FlexRequest& q : flex_curve(flex_start))
+            fo.flex.push_back(q);
     PowerCdf cdf;
     if (!a.power_cdf.empty()) {
         cdf = read_power_cdf(a.power_cdf, a.power_cluster);
@@ -166,6 +176,12 @@ Command add_status(CLI::App& app)
         ->check(CLI::Range(0.25, 24.0 * 14));
     a->forecast->add_option("--step", a->step_min, "minutes between two points of the power bands (default 15)")
         ->check(CLI::Range(1.0, 24.0 * 60));
+    a->forecast->add_option("--flex", a->flex,
+                            "what shedding DEPTH% of the site's GPU draw for DURATION would cost, e.g. 25%:3h "
+                            "(repeatable)");
+    a->forecast->add_flag("--flex-curve", a->flex_curve, "the flexibility curve: 10-50% for 1, 3 and 10 h");
+    a->forecast->add_option("--flex-start", a->flex_start,
+                            "when the shedding starts: now+N[s|m|h|d] or YYYY-MM-DDTHH:MM[:SS] (default now)");
     for (auto* sub : {a->explain, a->status, a->job, a->forecast}) {
         add_json_flag(sub, a->as_json);
         add_conf_option(sub, a->conf);

@@ -130,6 +130,11 @@ if [[ -r $DATA/acme2023_power_thermal_cdf.csv ]]; then
 else
 	skip "forecast --power-cdf" "no ../shared/data (M2G_DATA) here"
 fi
+rc=0; "$M2G" forecast --json --flex 25%:1h --flex-start now+10m >"$T/fc-flex.json" 2>"$T/fc-flex.err" || rc=$?
+ok "[[ $rc == 0 ]] && py \"len(d['flexibility']) == 1 and abs(d['flexibility'][0]['target_kw'] - 0.75 * d['flexibility'][0]['draw_at_start_kw']) < 0.02 and d['flexibility'][0]['duration_s'] == 3600 and d['flexibility'][0]['start'] - d['made_at_epoch'] in range(599, 602)\" '$T/fc-flex.json'" \
+	"forecast --flex 25%:1h from now+10m: the offer's target is 75% of the forecast draw then"
+rc=0; "$M2G" forecast --flex 25%:1y >/dev/null 2>"$T/fc-flex.err" || rc=$?
+ok "[[ $rc == 1 ]] && grep -q 'accepted: DEPTH%:DURATION' '$T/fc-flex.err'" "forecast --flex with a bad duration: exit 1, saying what is accepted"
 "$M2G" forecast >"$T/fc.txt" 2>&1 || true
 ok "grep -q 'site GPU power, kW (P10 / P50 / P90), hourly:' '$T/fc.txt' && grep -q '^$sw ' '$T/fc.txt'" \
 	"m2g forecast (text): the pending jobs' table and the site's power"

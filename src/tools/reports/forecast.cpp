@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -270,7 +271,131 @@ ForecastBand band(const std::string& scope, const std::string& name, const std::
     return b;
 }
 
+double site_at(const SimResult& r, double t)
+{
+    double kw = 0;
+    for (const auto& [at, v] : r.site_power) {
+        if (at > t)
+            break;
+        kw = v;
+    }
+    return std::max(0.0, kw);
+}
+
+// Site GPU energy (kWh) in [a, b) of the run's step series.
+double site_energy_kwh(const SimResult& r, double a, double b)
+{
+    double e = 0;
+    for (size_t i = 0; i < r.site_power.size(); ++i) {
+        const double t0 = std::max(a, r.site_power[i].first);
+        const double t1 = std::min(b, i + 1 < r.site_power.size() ? r.site_power[i + 1].first : b);
+        if (t1 > t0)
+            e += std::max(0.0, r.site_power[i].second) * (t1 - t0) / 3600.0;
+    }
+    return e;
+}
+
+FlexOffer flex_offer(const Model& m, const Trace& trace, const Signals& tl, const Run& base, const FlexRequest& q,
+                     int64_t now, double step)
+{
+    FlexOffer x;
+    x.req = q;
+    x.end = q.start + static_cast<int64_t>(std::llround(q.duration_s));
+    x.curtail_mode = to_string(m.admission.curtail_mode);
+    const double t0 = static_cast<double>(q.start), t1 = static_cast<double>(x.end);
+    x.draw_at_start_kw = site_at(base.r, t0);
+    x.target_kw = (1 - q.depth_pct / 100.0) * x.draw_at_start_kw;
+    // The event: the site budget (or, with none, one that never binds)
+    // less what brings it to the target while the event lasts.
+    Signals ev = tl;
+    const double budget = tl.site.budget_kw > 0 ? tl.site.budget_kw
+                          : m.site_power_budget_kw > 0 ? m.site_power_budget_kw
+                                                       : 1e6;
+    ev.site.budget_kw = budget;
+    CurtailmentEvent e;
+    e.id = "m2g-flex";
+    e.start = q.start;
+    e.end = x.end;
+    e.scope = EventScope::Site;
+    e.scope_name = "site";
+    e.curtail_kw = std::max(0.001, budget - x.target_kw);
+    ev.events.push_back(e);
+    const Run run = run_once(m, trace, sim_options(ev, now));
+
+    std::vector<double> at{t0 + std::min(60.0, q.duration_s / 2)};
+    for (double t = t0 + step; t < t1; t += step)
+        at.push_back(t);
+    x.met = true;
+    x.shed_min_kw = std::numeric_limits<double>::infinity();
+    for (double t : at) {
+        const double with = site_at(run.r, t);
+        x.shed_min_kw = std::min(x.shed_min_kw, site_at(base.r, t) - with);
+        if (with > x.target_kw + 1e-6)
+            x.met = false;
+    }
+    x.energy_shifted_kwh = site_energy_kwh(base.r, t0, t1) - site_energy_kwh(run.r, t0, t1);
+    x.shed_mean_kw = x.energy_shifted_kwh / (q.duration_s / 3600.0);
+    for (const SimJobResult& j : run.r.job_results) {
+        const auto it = base.index.find(j.id);
+        if (it == base.index.end())
+            continue;
+        const SimJobResult& b = base.r.job_results[it->second];
+        const uint32_t id = static_cast<uint32_t>(std::stoul(j.id));
+        if (j.caps > 0)
+            x.capped.push_back(id);
+        if (j.suspends > 0)
+            x.suspended.push_back(id);
+        if (j.requeues > 0)
+            x.requeued.push_back(id);
+        if (b.end < 0 || j.end < 0)
+            continue;
+        const double later = j.end - b.end;
+        if (later <= 1)
+            continue;
+        ++x.jobs_delayed;
+        (j.deferrable ? x.deferrable_delay_gpu_h : x.nondeferrable_delay_gpu_h) += j.gpus * later / 3600.0;
+    }
+    return x;
+}
+
 }  // namespace
+
+FlexRequest parse_flex(std::string_view spec, int64_t start)
+{
+    const std::string s(spec);
+    auto bad = [&](const std::string& why) {
+        return ParseError("--flex '" + s + "': " + why + "; accepted: DEPTH%:DURATION, e.g. 25%:3h (depth above 0, " +
+                          "at most 100; duration N followed by s, m, h or d)");
+    };
+    const auto colon = s.find(':');
+    if (colon == std::string::npos)
+        throw bad("no ':' between depth and duration");
+    std::string depth = s.substr(0, colon), dur = s.substr(colon + 1);
+    if (!depth.empty() && depth.back() == '%')
+        depth.pop_back();
+    FlexRequest q;
+    q.start = start;
+    char* e = nullptr;
+    q.depth_pct = std::strtod(depth.c_str(), &e);
+    if (depth.empty() || *e != '\0' || !(q.depth_pct > 0 && q.depth_pct <= 100))
+        throw bad("depth '" + depth + "' is not a percent above 0, at most 100");
+    const double n = std::strtod(dur.c_str(), &e);
+    const std::string unit = e ? std::string(e) : "";
+    const double mult = unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" || unit.empty() ? 3600 : unit == "d" ? 86400 : 0;
+    if (dur.empty() || mult == 0 || !(n > 0))
+        throw bad("duration '" + dur + "' is not a positive number of s, m, h or d");
+    q.duration_s = n * mult;
+    return q;
+}
+
+std::vector<FlexRequest> flex_curve(int64_t start)
+{
+    std::vector<FlexRequest> out;
+    for (double hours : {1.0, 3.0, 10.0})
+        for (double depth = 10; depth <= 50; depth += 10)
+            out.push_back(FlexRequest{depth, hours * 3600, start});
+    return out;
+}
 
 Forecast make_forecast(const Model& m, const ClusterView& c, const SignalsView& v, int64_t now,
                        const ForecastOptions& o)
@@ -364,6 +489,12 @@ Forecast make_forecast(const Model& m, const ClusterView& c, const SignalsView& 
             }
             it->alternatives.push_back(std::move(a));
         }
+    }
+
+    for (const FlexRequest& q : o.flex) {
+        if (q.start < now)
+            throw Error("--flex: the event must start now or later");
+        f.flex.push_back(flex_offer(m, b.trace, tl, base, q, now, o.step_s));
     }
 
     // The bands: site, rows (fault domains of Type=row), racks.
@@ -489,6 +620,34 @@ std::string format_forecast(const Model& m, const Forecast& f, bool json)
         for (const ForecastBand& b : f.bands)
             json_object_array_add(bands, band_json(b));
         add(o, "power", bands);
+        json_object* flex = json_object_new_array();
+        for (const FlexOffer& x : f.flex) {
+            json_object* y = json_object_new_object();
+            add(y, "depth_pct", jnum(x.req.depth_pct, 1));
+            add(y, "duration_s", jnum(x.req.duration_s, 0));
+            add(y, "start", json_object_new_int64(x.req.start));
+            add(y, "end", json_object_new_int64(x.end));
+            add(y, "draw_at_start_kw", jnum(x.draw_at_start_kw, 2));
+            add(y, "target_kw", jnum(x.target_kw, 2));
+            add(y, "shed_min_kw", jnum(x.shed_min_kw, 2));
+            add(y, "shed_mean_kw", jnum(x.shed_mean_kw, 2));
+            add(y, "met", json_object_new_boolean(x.met));
+            add(y, "energy_shifted_kwh", jnum(x.energy_shifted_kwh, 2));
+            add(y, "deferrable_delay_gpu_h", jnum(x.deferrable_delay_gpu_h, 2));
+            add(y, "nondeferrable_delay_gpu_h", jnum(x.nondeferrable_delay_gpu_h, 2));
+            add(y, "jobs_delayed", json_object_new_int(x.jobs_delayed));
+            for (const auto& [key, ids] : {std::pair<const char*, const std::vector<uint32_t>*>{"capped", &x.capped},
+                                           {"suspended", &x.suspended},
+                                           {"requeued", &x.requeued}}) {
+                json_object* a = json_object_new_array();
+                for (uint32_t id : *ids)
+                    json_object_array_add(a, json_object_new_int64(id));
+                add(y, key, a);
+            }
+            add(y, "curtail_mode", jstr(x.curtail_mode));
+            json_object_array_add(flex, y);
+        }
+        add(o, "flexibility", flex);
         json_object* notes = json_object_new_array();
         for (const std::string& n : f.notes)
             json_object_array_add(notes, jstr(n));
@@ -534,6 +693,18 @@ std::string format_forecast(const Model& m, const Forecast& f, bool json)
         if (site.budget_kw[p] >= 0)
             out << "  (budget " << kw1(site.budget_kw[p]) << ")";
         out << "\n";
+    }
+    if (!f.flex.empty())
+        out << "\nflexibility (shed the site's GPU draw; CurtailMode=" << f.flex.front().curtail_mode << "):\n";
+    for (const FlexOffer& x : f.flex) {
+        out << "  " << num(x.req.depth_pct) << "% for " << num(x.req.duration_s / 3600.0) << " h from "
+            << format_utc(x.req.start).substr(11, 5) << ": under " << kw1(x.target_kw) << " of "
+            << kw1(x.draw_at_start_kw) << " kW " << (x.met ? "met" : "NOT met") << "; shed min "
+            << kw1(x.shed_min_kw) << ", mean " << kw1(x.shed_mean_kw) << " kW, " << kw1(x.energy_shifted_kwh)
+            << " kWh shifted; delayed: " << kw1(x.deferrable_delay_gpu_h) << " deferrable GPU-h, "
+            << kw1(x.nondeferrable_delay_gpu_h) << " non-deferrable GPU-h (" << x.jobs_delayed << " jobs); "
+            << x.capped.size() << " capped, " << x.suspended.size() << " suspended, " << x.requeued.size()
+            << " requeued\n";
     }
     if (!f.notes.empty()) {
         out << "\nnotes:\n";

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/model/model.hpp"
@@ -22,6 +23,14 @@
 #include "tools/sim/sim.hpp"
 
 namespace m2g {
+
+// A flexibility question: shed `depth_pct` percent of the site's forecast
+// GPU draw for `duration_s` from `start` (epoch s).
+struct FlexRequest {
+    double depth_pct = 0;
+    double duration_s = 0;
+    int64_t start = 0;
+};
 
 struct ForecastOptions {
     double horizon_s = 86400;  // the power bands' span
@@ -36,6 +45,29 @@ struct ForecastOptions {
     // A pending job: also forecast its start under each other intent
     // (strict:nvlink, prefer:nvlink, any), one more run each. 0: none.
     uint32_t alternatives_for = 0;
+    // Priced flexibility: each request is one more run, with a site event
+    // that holds the budget at (1 - depth) x the forecast draw at its start,
+    // against the forecast without it.
+    std::vector<FlexRequest> flex;
+};
+
+// What a FlexRequest would cost, from the run with the event against the
+// forecast (class-estimate power; m2g.conf's CurtailMode= decides whether
+// running jobs are capped or suspended, else only starts are deferred).
+struct FlexOffer {
+    FlexRequest req;
+    int64_t end = 0;
+    double draw_at_start_kw = 0;  // forecast site GPU draw at start (P50, class estimates)
+    double target_kw = 0;         // the draw to stay under: (1 - depth) x draw_at_start_kw
+    double shed_min_kw = 0;       // over the window's steps: forecast minus with the event, smallest
+    double shed_mean_kw = 0;      // energy shifted / duration
+    bool met = false;             // the draw stays at or under target_kw at every step after the first
+    double energy_shifted_kwh = 0;  // site GPU energy in the window: forecast minus with the event
+    double deferrable_delay_gpu_h = 0;     // sum of GPUs x later completion, deferrable jobs
+    double nondeferrable_delay_gpu_h = 0;  // the same, jobs that may not be deferred
+    int jobs_delayed = 0;
+    std::vector<uint32_t> capped, suspended, requeued;  // jobs the controller would act on
+    std::string curtail_mode;     // m2g.conf's CurtailMode= the run used
 };
 
 struct ForecastAlternative {
@@ -73,6 +105,7 @@ struct Forecast {
     int running = 0;           // jobs already running, started at their nodes
     std::vector<ForecastJob> jobs;  // pending, in Slurm's priority order
     std::vector<ForecastBand> bands;  // site, then rows, then racks
+    std::vector<FlexOffer> flex;      // one per FlexRequest, in order
     std::vector<std::string> notes;   // what was left out or assumed, for people
     double wall_s = 0;
 };
@@ -82,6 +115,12 @@ struct Forecast {
 // Throws Error when `alternatives_for` is not a pending job of `c`.
 Forecast make_forecast(const Model& m, const ClusterView& c, const SignalsView& v, int64_t now,
                        const ForecastOptions& o);
+
+// "25%:3h" (or "25:3h", durations in s, m, h or d) starting at `start`.
+// Throws ParseError saying what is accepted.
+FlexRequest parse_flex(std::string_view spec, int64_t start);
+// The flexibility curve: depths 10 to 50% by 10, for 1, 3 and 10 h, from `start`.
+std::vector<FlexRequest> flex_curve(int64_t start);
 
 // The text table (jobs, then the site band hourly), or one JSON object.
 std::string format_forecast(const Model& m, const Forecast& f, bool json);

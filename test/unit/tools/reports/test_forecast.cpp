@@ -214,3 +214,43 @@ TEST_F(ForecastTest, PowerBandsFromClassEstimatesAndFromDrawnPower)
     EXPECT_EQ(format_forecast(m, g, false).find("site GPU power, kW (P10 / P50 / P90), hourly:") != std::string::npos,
               true);
 }
+
+TEST_F(ForecastTest, FlexibilityOfferShedsWithCurtailmentAndSaysWhenItCannot)
+{
+    staircase();
+    ForecastOptions o;
+    o.samples = 1;
+    o.horizon_s = 2 * kHour;
+    o.flex = {parse_flex("50%:1h", kNow + 5 * kMin)};
+    // Without the controller (CurtailMode=off) only starts can wait, and
+    // nothing is pending: nothing is shed.
+    m.admission.curtail_mode = CurtailMode::Off;
+    Forecast f = make_forecast(m, c, SignalsView{}, kNow, o);
+    ASSERT_EQ(f.flex.size(), 1u);
+    EXPECT_EQ(f.flex[0].curtail_mode, "off");
+    EXPECT_GT(f.flex[0].draw_at_start_kw, 0);
+    EXPECT_NEAR(f.flex[0].target_kw, f.flex[0].draw_at_start_kw / 2, 1e-9);
+    EXPECT_FALSE(f.flex[0].met);
+    EXPECT_NEAR(f.flex[0].energy_shifted_kwh, 0, 1e-9);
+    EXPECT_TRUE(f.flex[0].suspended.empty() && f.flex[0].capped.empty());
+    // With m2g-curtaild enforcing, the planner caps or suspends running
+    // jobs: the draw stays under the target, the work comes later.
+    m.admission.curtail_mode = CurtailMode::Enforce;
+    f = make_forecast(m, c, SignalsView{}, kNow, o);
+    const FlexOffer& x = f.flex[0];
+    EXPECT_EQ(x.curtail_mode, "enforce");
+    EXPECT_TRUE(x.met) << format_forecast(m, f, false);
+    // Against the forecast at each step (which falls as jobs reach their
+    // limits): something is shed all along.
+    EXPECT_GT(x.shed_min_kw, 0);
+    EXPECT_GT(x.energy_shifted_kwh, 0);
+    EXPECT_FALSE(x.capped.empty() && x.suspended.empty());
+    EXPECT_GT(x.jobs_delayed, 0);
+    EXPECT_GT(x.deferrable_delay_gpu_h + x.nondeferrable_delay_gpu_h, 0);
+    EXPECT_NE(format_forecast(m, f, false).find("50% for 1 h from 20:05: under "), std::string::npos);
+
+    EXPECT_EQ(flex_curve(kNow).size(), 15u);
+    EXPECT_EQ(parse_flex("25:90m", kNow).duration_s, 5400);
+    for (const char* bad : {"25", "0%:1h", "120%:1h", "25%:-1h", "25%:3y", "x:1h"})
+        EXPECT_THROW(parse_flex(bad, kNow), ParseError) << bad;
+}
