@@ -558,7 +558,9 @@ void Plot::draw_header(double y0)
             if (!e)
                 continue;
             char cut[48];
-            if (e->curtail_pct > 0)
+            if (e->limit_kw >= 0)
+                std::snprintf(cut, sizeof cut, "≤ %s kW", fmt_kw(e->limit_kw).c_str());
+            else if (e->curtail_pct > 0)
                 std::snprintf(cut, sizeof cut, "−%.0f %%", e->curtail_pct);
             else
                 std::snprintf(cut, sizeof cut, "−%s kW", fmt_kw(e->curtail_kw).c_str());

@@ -20,6 +20,7 @@
 #include "tools/reports/energy.hpp"
 #include "tools/reports/explain.hpp"
 #include "tools/reports/forecast.hpp"
+#include "tools/reports/openadr.hpp"
 #include "tools/reports/status.hpp"
 
 namespace m2g {
@@ -39,6 +40,8 @@ struct StatusArgs {
     std::vector<std::string> flex;
     std::string flex_start;
     bool flex_curve = false;
+    bool openadr = false;
+    OpenADRReportOptions adr;
 };
 
 [[noreturn]] void no_such_job(uint32_t job_id)
@@ -121,7 +124,10 @@ void run_forecast(const StatusArgs& a, const Model& m, const ClusterView& c, con
         cdf = read_power_cdf(a.power_cdf, a.power_cluster);
         fo.power = &cdf;
     }
-    std::cout << format_forecast(m, make_forecast(m, c, signals, now, fo), a.as_json);
+    if (a.openadr)
+        check_openadr_object_id(a.adr.event_id, "--openadr-event");  // before the runs, not after
+    const Forecast f = make_forecast(m, c, signals, now, fo);
+    std::cout << (a.openadr ? openadr_reports(m, f, a.adr) : format_forecast(m, f, a.as_json));
 }
 
 std::optional<int> run(const StatusArgs& a)
@@ -182,10 +188,21 @@ Command add_status(CLI::App& app)
     a->forecast->add_flag("--flex-curve", a->flex_curve, "the flexibility curve: 10-50% for 1, 3 and 10 h");
     a->forecast->add_option("--flex-start", a->flex_start,
                             "when the shedding starts: now+N[s|m|h|d] or YYYY-MM-DDTHH:MM[:SS] (default now)");
+    CLI::Option* adr =
+        a->forecast->add_flag("--openadr", a->openadr,
+                              "print OpenADR 3 reportRequest objects instead: USAGE_FORECAST, and BASELINE with "
+                              "LOAD_SHED_DELTA_AVAILABLE per --flex offer");
+    a->forecast->add_option("--openadr-event", a->adr.event_id,
+                            "the VTN event or program ID the reports answer (default m2g-forecast)")
+        ->needs(adr);
+    a->forecast->add_option("--openadr-client", a->adr.client_name,
+                            "the VEN's clientName (default m2g.conf's ClusterName=)")
+        ->needs(adr);
     for (auto* sub : {a->explain, a->status, a->job, a->forecast}) {
         add_json_flag(sub, a->as_json);
         add_conf_option(sub, a->conf);
     }
+    adr->excludes(a->forecast->get_option("--json"));
     return [a] { return run(*a); };
 }
 

@@ -32,6 +32,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -49,7 +50,9 @@
 #include "tools/net/listen.hpp"
 #include "core/power/signals.hpp"
 #include "core/obs/stats.hpp"
+#include "tools/reports/forecast.hpp"
 #include "tools/reports/status.hpp"
+#include "tools/sim/sim.hpp"
 #include "core/base/keys.hpp"
 
 namespace {
@@ -293,6 +296,55 @@ std::string render(const m2g::Model& m, const m2g::Status& st, bool have_cluster
     return x.text();
 }
 
+// The forecast's metrics: the bands a few steps ahead, the starts, the
+// flexibility curve. Served with the refresh's, from the last forecast.
+std::string render_forecast(const m2g::Forecast& f)
+{
+    Exposition x;
+    const std::pair<const char*, double> kAhead[] = {{"1h", 3600}, {"6h", 21600}, {"24h", 86400}};
+    for (const m2g::ForecastBand& b : f.bands)
+        for (const auto& [label, ahead] : kAhead) {
+            const size_t k = static_cast<size_t>(std::llround(ahead / f.step_s));
+            if (k >= b.p50.size())
+                continue;
+            for (const auto& [q, v] : {std::pair<const char*, double>{"0.1", b.p10[k]}, {"0.5", b.p50[k]},
+                                       {"0.9", b.p90[k]}})
+                x.sample(kw::kMetricForecastPower,
+                         {{kw::kLabelScope, b.scope}, {kw::kLabelName, b.name}, {kw::kLabelQuantile, q},
+                          {kw::kLabelAhead, label}},
+                         v);
+        }
+    for (const auto& [label, ahead] : kAhead) {
+        int n = 0;
+        for (const m2g::ForecastJob& j : f.jobs)
+            n += j.start >= 0 && j.start <= f.made_at + static_cast<int64_t>(ahead);
+        x.sample(kw::kMetricForecastStarts, {{kw::kLabelWithin, label}}, n);
+    }
+    int never = 0;
+    for (const m2g::ForecastJob& j : f.jobs)
+        never += j.start < 0;
+    x.sample(kw::kMetricForecastStarts, {{kw::kLabelWithin, "never"}}, never);
+    auto flex_labels = [](const m2g::FlexOffer& o) {
+        return Labels{{kw::kLabelDepthPct, fmt_value(o.req.depth_pct)},
+                      {kw::kLabelDurationH, fmt_value(o.req.duration_s / 3600.0)}};
+    };
+    for (const m2g::FlexOffer& o : f.flex)
+        x.sample(kw::kMetricFlexAvailable, flex_labels(o), o.shed_mean_kw);
+    for (const m2g::FlexOffer& o : f.flex)
+        x.sample(kw::kMetricFlexMet, flex_labels(o), o.met ? 1 : 0);
+    for (const m2g::FlexOffer& o : f.flex)
+        x.sample(kw::kMetricFlexDelay, flex_labels(o), o.deferrable_delay_gpu_h + o.nondeferrable_delay_gpu_h);
+    for (const m2g::FlexOffer& o : f.flex)
+        if (o.priced) {
+            Labels l = flex_labels(o);
+            l.emplace_back(kw::kLabelCurrency, o.currency);
+            x.sample(kw::kMetricFlexCost, l, o.delay_cost);
+        }
+    x.sample(kw::kMetricForecastTimestamp, {}, static_cast<double>(f.made_at));
+    x.sample(kw::kMetricForecastDuration, {}, f.wall_s);
+    return x.text();
+}
+
 // ---- the refresh ------------------------------------------------------------------
 
 // Logs a condition when it starts, changes or ends; not once per refresh.
@@ -353,6 +405,10 @@ class Refresher {
 
         const m2g::SignalsView v = signals_view(m, now);
         const m2g::Status st = m2g::compute_status(m, self_.up ? cv : m2g::ClusterView{}, v, now);
+        if (self_.up) {
+            std::lock_guard<std::mutex> lk(last_mu_);
+            last_ = std::make_shared<const State>(State{model_, std::move(cv), v, now});
+        }
         std::optional<m2g::StatsSnapshot> sel = read_stats(m, kw::kPluginSelect, sel_cond_, failed);
         std::optional<m2g::StatsSnapshot> adm = read_stats(m, kw::kPluginAdmission, adm_cond_, failed);
 
@@ -366,6 +422,20 @@ class Refresher {
     }
 
     bool up() const { return self_.up; }
+
+    // What the last refresh that reached Slurm saw, for the forecast
+    // thread (null before the first): the model it was read against too.
+    struct State {
+        std::shared_ptr<const m2g::Model> model;
+        m2g::ClusterView cluster;
+        m2g::SignalsView signals;
+        int64_t at = 0;
+    };
+    std::shared_ptr<const State> last() const
+    {
+        std::lock_guard<std::mutex> lk(last_mu_);
+        return last_;
+    }
 
   private:
     void reload_conf(bool& failed)
@@ -432,6 +502,8 @@ class Refresher {
     const std::string conf_;
     std::string conf_text_;
     std::shared_ptr<const m2g::Model> model_;
+    mutable std::mutex last_mu_;
+    std::shared_ptr<const State> last_;
     std::unique_ptr<m2g::SignalFeed> feed_;
     Self self_;
     Condition conf_cond_{"m2g.conf"}, slurm_cond_{"Slurm"}, status_cond_{"signals status file"},
@@ -443,6 +515,8 @@ class Refresher {
 struct Server {
     std::mutex mu;
     std::shared_ptr<const std::string> metrics;  // the last rendered exposition
+    std::shared_ptr<const std::string> forecast_metrics, forecast_json;  // the last forecast's
+    std::string forecast_off;  // why /forecast.json has nothing ("" once one is made)
     std::string cluster;
 };
 
@@ -495,21 +569,45 @@ MHD_Result handle(void* cls, MHD_Connection* conn, const char* url, const char* 
     }
     const std::string path = url ? url : "";
     if (path == "/metrics") {
-        std::shared_ptr<const std::string> text;
+        std::shared_ptr<const std::string> text, fc;
         {
             std::lock_guard<std::mutex> lk(srv->mu);
             text = srv->metrics;
+            fc = srv->forecast_metrics;
         }
-        return respond(conn, MHD_HTTP_OK, text ? *text : std::string(), kContentType);
+        return respond(conn, MHD_HTTP_OK, (text ? *text : std::string()) + (fc ? *fc : std::string()), kContentType);
+    }
+    if (path == "/forecast.json") {
+        std::shared_ptr<const std::string> js;
+        std::string why;
+        {
+            std::lock_guard<std::mutex> lk(srv->mu);
+            js = srv->forecast_json;
+            why = srv->forecast_off;
+        }
+        if (!js)
+            return respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "No forecast: " + why + "\n", "text/plain; charset=utf-8");
+        return respond(conn, MHD_HTTP_OK, *js, "application/json");
     }
     if (path == "/") {
         const std::string page = "<!DOCTYPE html>\n<html><head><title>m2g exporter</title></head><body>\n"
                                  "<h1>m2g exporter</h1>\n<p>Cluster " + html_escape(srv->cluster) +
-                                 ", m2g " PACKAGE_VERSION ".</p>\n<p><a href=\"/metrics\">Metrics</a></p>\n"
+                                 ", m2g " PACKAGE_VERSION ".</p>\n<p><a href=\"/metrics\">Metrics</a>, "
+                                 "<a href=\"/forecast.json\">the last forecast</a></p>\n"
                                  "</body></html>\n";
         return respond(conn, MHD_HTTP_OK, page, "text/html; charset=utf-8");
     }
     return respond(conn, MHD_HTTP_NOT_FOUND, kNotFound, "text/plain; charset=utf-8");
+}
+
+// One forecast from what the last refresh saw, with the flexibility curve
+// from then: its metrics and its JSON (m2g forecast --json's).
+std::pair<std::string, std::string> forecast_once(const Refresher::State& st, const m2g::ForecastOptions& base)
+{
+    m2g::ForecastOptions o = base;
+    o.flex = m2g::flex_curve(st.at);
+    const m2g::Forecast f = m2g::make_forecast(*st.model, st.cluster, st.signals, st.at, o);
+    return {render_forecast(f), m2g::format_forecast(*st.model, f, true)};
 }
 
 void list_metrics()
@@ -522,8 +620,8 @@ void list_metrics()
 
 int main(int argc, char** argv)
 {
-    std::string listen = kDefaultListen, conf;
-    int interval = 15;
+    std::string listen = kDefaultListen, conf, power_cdf, power_cluster = "kalos";
+    int interval = 15, forecast_interval = 60, samples = 20;
     bool once = false, list = false;
     CLI::App app{"m2g-exporter: m2g's view of the cluster (queues, NVLink domains, power, demand-response events, "
                  "signals, plugin decisions) as Prometheus metrics. See m2g-exporter(1) and doc/metrics.md."};
@@ -535,6 +633,17 @@ int main(int argc, char** argv)
     app.add_flag("--once", once, "refresh once, print the metrics on standard output and exit (5 when Slurm "
                                  "could not be read)");
     app.add_flag("--list-metrics", list, "print every metric (name, type, labels, help) and exit");
+    app.add_option("--forecast-interval", forecast_interval,
+                   "run m2g forecast (with the flexibility curve) at most every this many seconds, from the last "
+                   "refresh, and serve it (default 60; 0: no forecast)")
+        ->check(CLI::Range(0, 86400));
+    app.add_option("--power-cdf", power_cdf,
+                   "the forecast's per-GPU power distribution (the Acme CSV), for P10/P90 bands with width; "
+                   "default: the classes' estimates")
+        ->type_name("CSV");
+    app.add_option("--power-cluster", power_cluster, "the CDF's cluster column (kalos or seren)");
+    app.add_option("--samples", samples, "the forecast's runs with drawn power (default 20)")
+        ->check(CLI::Range(1, 1000));
     if (const std::optional<int> exit_now = m2g::parse_daemon_args(app, kProg, PACKAGE_VERSION, argc, argv))
         return *exit_now;
 
@@ -547,8 +656,18 @@ int main(int argc, char** argv)
         conf = m2g::resolve_conf_path(conf);
         Refresher refresher(conf);
         refresher.load_first();
+        m2g::PowerCdf cdf;
+        m2g::ForecastOptions fo;
+        fo.samples = samples;
+        if (!power_cdf.empty()) {
+            cdf = m2g::read_power_cdf(power_cdf, power_cluster);
+            fo.power = &cdf;
+        }
         if (once) {
             std::cout << refresher.refresh() << std::flush;
+            if (forecast_interval > 0)
+                if (const auto st = refresher.last())
+                    std::cout << forecast_once(*st, fo).first << std::flush;
             return refresher.up() ? 0 : 5;  // Slurm cannot be reached, as for m2g(1)
         }
 
@@ -579,8 +698,36 @@ int main(int argc, char** argv)
             std::lock_guard<std::mutex> lk(srv.mu);
             srv.metrics = std::move(text);
         });
+        // The forecast: its own thread, from the last refresh, so that a
+        // scrape never waits for it and never recomputes it.
+        srv.forecast_off = forecast_interval > 0 ? "none made yet" : "off (--forecast-interval 0)";
+        std::unique_ptr<m2g::Periodic> forecast;
+        if (forecast_interval > 0) {
+            auto cond = std::make_shared<Condition>("forecast");
+            std::function<void()> work = [&srv, &refresher, fo, cond] {
+                const auto st = refresher.last();
+                if (!st)
+                    return;  // Slurm not read yet
+                try {
+                    auto [metrics, json] = forecast_once(*st, fo);
+                    auto m = std::make_shared<const std::string>(std::move(metrics));
+                    auto j = std::make_shared<const std::string>(std::move(json));
+                    std::lock_guard<std::mutex> lk(srv.mu);
+                    srv.forecast_metrics = std::move(m);
+                    srv.forecast_json = std::move(j);
+                    srv.forecast_off.clear();
+                    cond->set("");
+                } catch (const std::exception& e) {
+                    cond->set(std::string("forecast failed: ") + e.what() + "; serving the last one");
+                }
+            };
+            work();  // the first at once, while /metrics is already served
+            forecast = std::make_unique<m2g::Periodic>(std::chrono::seconds(forecast_interval), work);
+        }
         log("stopping on " + stop_signals.wait());
         MHD_stop_daemon(d);
+        if (forecast)
+            forecast->stop();
         refresh.stop();
         return 0;
     } catch (const std::exception& e) {

@@ -198,7 +198,7 @@ ok "[[ $rc == 0 && \$(cat $T/out) == '{\"state\":\"stale\",\"failsafe\":true,\"h
 	"signals show --json: one object; stale after the TTL"
 run "$M2G" signals show --conf "$CONF" --file "$SIG/bad/curtail-both.json"
 is "$rc:$(sed -n 2p <<<"$out")" "0:state:     corrupt" "signals show: a broken feed is corrupt"
-ok "[[ \$(sed -n 3p $T/out) == 'detail:    corrupt since '*': $SIG/bad/curtail-both.json: events[0]: both curtail_pct and curtail_kw; give exactly one; no good snapshot yet; fail-safe last: no snapshot to use, no power policy' ]]" \
+ok "[[ \$(sed -n 3p $T/out) == 'detail:    corrupt since '*': $SIG/bad/curtail-both.json: events[0]: more than one of curtail_pct, curtail_kw and limit_kw; give exactly one; no good snapshot yet; fail-safe last: no snapshot to use, no power policy' ]]" \
 	"signals show: a corrupt feed shows the parse error and the fail-safe"
 run "$M2G" signals show --conf "$CONF"
 is "$rc:$(head -2 <<<"$out")" "0:from:      no feed: no SignalsFile= in $CONF and no --file

@@ -324,6 +324,50 @@ is "$(curl -s -o /dev/null -w '%{http_code} %{content_type}' "$URL/metrics")" "2
 is "$(curl -s -o /dev/null -w '%{http_code}' "$URL/nothing-here")" 404 "other paths: 404"
 ok "curl -sf '$URL/' | grep -q 'href=\"/metrics\"'" "/ is a small page that links to /metrics"
 is "$(curl -s -o /dev/null -w '%{http_code}' -X POST -d x=1 "$URL/metrics")" 405 "POST: 405"
+
+# --- the forecast: made in its own thread, served as metrics and as JSON, never per scrape ------
+fc_json() { curl -sf --max-time 5 "$URL/forecast.json" >"$T/fc.json"; }
+tb_wait_for "/forecast.json serves a forecast" 60 fc_json || true
+ok "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if len(d[\"flexibility\"]) == 15 and d[\"power\"][0][\"scope\"] == \"site\" else 1)' '$T/fc.json'" \
+	"/forecast.json: m2g forecast --json's object, with the flexibility curve (15 offers)"
+scrape || true
+fc_at=$(val m2g_forecast_timestamp_seconds)
+ok "[[ -n '$fc_at' ]] && python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))[\"made_at_epoch\"] == int(float(sys.argv[2])) else 1)' '$T/fc.json' '$fc_at'" \
+	"m2g_forecast_timestamp_seconds ($fc_at) is the served JSON's made_at"
+cat >"$T/fc-vs-json.py" <<'EOF'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+ahead = {"1h": 3600, "6h": 21600, "24h": 86400}
+q = {"0.1": "p10_kw", "0.5": "p50_kw", "0.9": "p90_kw"}
+bands = {(b["scope"], b["name"]): b for b in d["power"]}
+offers = {("%g" % o["depth_pct"], "%g" % (o["duration_s"] / 3600)): o for o in d["flexibility"]}
+bad, n = [], 0
+for line in open(sys.argv[2]):
+    m = re.match(r'm2g_forecast_power_kw\{scope="([^"]*)",name="([^"]*)",quantile="([^"]*)",ahead="([^"]*)"\} (\S+)', line)
+    if m:
+        b = bands[(m.group(1), m.group(2))]
+        want = b[q[m.group(3)]][int(ahead[m.group(4)] / d["step_s"])]
+    else:
+        m = re.match(r'm2g_flex_available_kw\{depth_pct="([^"]*)",duration_h="([^"]*)"\} (\S+)', line)
+        if not m:
+            continue
+        want = offers[(m.group(1), m.group(2))]["shed_mean_kw"]
+    n += 1
+    got = float(line.split()[-1])
+    if abs(got - want) > 0.051:
+        bad.append("%s (JSON %s)" % (line.strip(), want))
+print("\n".join(bad) if bad else "ok %d series" % n)
+EOF
+res=$(python3 "$T/fc-vs-json.py" "$T/fc.json" "$T/m" 2>&1)
+ok "[[ '$res' == ok* && '$res' != 'ok 0 series' ]]" \
+	"every m2g_forecast_power_kw and m2g_flex_available_kw series equals the served JSON's figure: $res"
+[[ $res == ok* ]] || diag "$res"
+is "$(grep -c '^m2g_flex_available_kw{' "$T/m")" 15 "m2g_flex_available_kw: the curve, 10-50% for 1, 3 and 10 h"
+ok "grep -q '^m2g_forecast_pending_starts{within=\"never\"} ' '$T/m' && grep -q '^m2g_flex_met{depth_pct=\"10\",duration_h=\"1\"} [01]\$' '$T/m'" \
+	"m2g_forecast_pending_starts and m2g_flex_met are served"
+sleep 2
+scrape || true
+is "$(val m2g_forecast_timestamp_seconds)" "$fc_at" "scrapes between two forecasts serve the same forecast (--forecast-interval 60; none per scrape)"
 diag "scrape excerpt:" $(grep -E '^m2g_(domain_gpus\{domain="nvl'"$rackA"'"|queue_jobs\{class="training"|pending_jobs|decisions_total|nvlink_containment|signals_age|decision_duration_seconds_(bucket|count)\{plugin="admission")' "$T/m" | tr ' ' '=')
 
 # --- a degraded domain, then a stale feed ---------------------------------------------------

@@ -18,6 +18,7 @@ SignalsTTLSec=600
 ReleaseCheckSec=2
 EnergyPricePerKWh=0.25
 EnergyCurrency=EUR
+DefaultPricePerGpuHour=2
 EOF
 tb_up --racks 4 --conf-extra "$T/observe.conf"
 FEED=$TB_DIR/run/signals.json
@@ -28,7 +29,7 @@ write_feed() {
 	cat >"$FEED.tmp" <<-EOF
 		{"schema": "m2g.signals/v1", "generated_at": $(date +%s), "source": "observe.sh",
 		 "power": {"site": {"budget_kw": 2000, "draw_kw": 100}},
-		 "events": ${EVENTS:-[]}}
+		 "events": ${EVENTS:-[]}${ADR_EVENTS:+, \"openadr_events\": $ADR_EVENTS}}
 	EOF
 	mv -f "$FEED.tmp" "$FEED"
 }
@@ -133,6 +134,18 @@ fi
 rc=0; "$M2G" forecast --json --flex 25%:1h --flex-start now+10m >"$T/fc-flex.json" 2>"$T/fc-flex.err" || rc=$?
 ok "[[ $rc == 0 ]] && py \"len(d['flexibility']) == 1 and abs(d['flexibility'][0]['target_kw'] - 0.75 * d['flexibility'][0]['draw_at_start_kw']) < 0.02 and d['flexibility'][0]['duration_s'] == 3600 and d['flexibility'][0]['start'] - d['made_at_epoch'] in range(599, 602)\" '$T/fc-flex.json'" \
 	"forecast --flex 25%:1h from now+10m: the offer's target is 75% of the forecast draw then"
+ok "py \"(lambda x: x['money'] is not None and x['money']['currency'] == 'EUR' and abs(x['money']['delay_cost'] - 2 * (x['deferrable_delay_gpu_h'] + x['nondeferrable_delay_gpu_h'])) <= 0.05 and abs(x['money']['energy_shifted_value'] - 0.25 * x['energy_shifted_kwh']) <= 0.01)(d['flexibility'][0])\" '$T/fc-flex.json'" \
+	"forecast --flex in money: delay at DefaultPricePerGpuHour=2, energy shifted at EnergyPricePerKWh=0.25 EUR"
+ADR=${M2G_OPENADR_DIR:-$(cd "$SRC/.." && pwd)/shared/deps/openadr3-3.1.0}
+rc=0; "$M2G" forecast --openadr --openadr-event dr-test-1 --flex 25%:1h --flex-start now+10m >"$T/fc-adr.json" 2>"$T/fc-adr.err" || rc=$?
+why=$(python3 "$SRC/test/tools/validate-openadr.py" "$ADR" reports "$T/fc-adr.json" 2>&1) || rc=$?
+ok "$rc" "forecast --openadr: reportRequest objects valid against OpenADR 3.1.0 (openadr3.yaml and its enumerations, in place)"
+if [[ $rc != 0 ]]; then diag "$why"; show "$T/fc-adr.err"; fi
+ok "py \"len(d) == 2 and d[0]['eventID'] == 'dr-test-1' and d[0]['payloadDescriptors'][0]['payloadType'] == 'USAGE_FORECAST' and len(d[0]['resources']) == len(json.load(open('$T/fc-flex.json'))['power']) and len(d[0]['resources'][0]['intervals']) == 97 and len(d[1]['resources'][0]['intervals']) == 4 and [p['type'] for p in d[1]['resources'][0]['intervals'][0]['payloads']] == ['BASELINE', 'LOAD_SHED_DELTA_AVAILABLE']\" '$T/fc-adr.json'" \
+	"forecast --openadr: USAGE_FORECAST for the site, rows and racks (97 steps of 15 min), the offer's BASELINE and LOAD_SHED_DELTA_AVAILABLE in 4 steps"
+rc=0; "$M2G" forecast --openadr --openadr-event 'not an id' >/dev/null 2>"$T/fc-adr.err" || rc=$?
+ok "[[ $rc == 1 ]] && grep -q 'is not an OpenADR object ID; accepted: 1 to 128 letters' '$T/fc-adr.err'" \
+	"forecast --openadr-event with spaces: exit 1, saying what an OpenADR object ID is"
 rc=0; "$M2G" forecast --flex 25%:1y >/dev/null 2>"$T/fc-flex.err" || rc=$?
 ok "[[ $rc == 1 ]] && grep -q 'accepted: DEPTH%:DURATION' '$T/fc-flex.err'" "forecast --flex with a bad duration: exit 1, saying what is accepted"
 "$M2G" forecast >"$T/fc.txt" 2>&1 || true
@@ -292,6 +305,25 @@ diag "m2g job $fin:"; show "$T/job2.txt"
 
 rc=0; "$M2G" explain "$fin" --json >"$T/x-done.json" 2>"$T/x-done.err" || rc=$?
 ok "[[ $rc == 0 ]] && py 'd[\"verdict\"] == \"done\"' '$T/x-done.json'" "explain of a job only accounting still has: verdict done"
+
+# --- an OpenADR 3 IMPORT_CAPACITY_LIMIT in the feed: a limit admission and the forecast see --------
+lim_at=$(( $(date +%s) / 900 * 900 + 7200 ))
+ADR_EVENTS='[{"id": "vtn-ev-1", "createdDateTime": "2026-01-01T00:00:00Z", "modificationDateTime": "2026-01-01T00:00:00Z",
+  "objectType": "EVENT", "programID": "capacity",
+  "payloadDescriptors": [{"objectType": "EVENT_PAYLOAD_DESCRIPTOR", "payloadType": "IMPORT_CAPACITY_LIMIT", "units": "KW"}],
+  "intervalPeriod": {"start": "'"$(date -u -d "@$lim_at" +%Y-%m-%dT%H:%M:%SZ)"'", "duration": "PT1H"},
+  "intervals": [{"id": 0, "payloads": [{"type": "IMPORT_CAPACITY_LIMIT", "values": [1500]}]}]}]'
+EVENTS='[]' write_feed
+deadline=$((SECONDS + 60))
+until grep -q 'vtn-ev-1' "$STATUS" 2>/dev/null || ((SECONDS >= deadline)); do sleep 1; done
+ok "grep -q vtn-ev-1 '$STATUS'" "job_submit/m2g took the feed with the OpenADR event (SignalsStatusFile)"
+rc=0; "$M2G" signals show --json >"$T/sig-adr.json" 2>"$T/sig-adr.err" || rc=$?
+ok "[[ $rc == 0 ]] && py \"any(e['id'] == 'vtn-ev-1/0' and e['limit_kw'] == 1500 for e in d['events'])\" '$T/sig-adr.json'" \
+	"m2g signals show: the IMPORT_CAPACITY_LIMIT interval is event vtn-ev-1/0, limit_kw 1500"
+[[ $rc == 0 ]] || show "$T/sig-adr.err"
+rc=0; "$M2G" forecast --json >"$T/fc-lim.json" 2>"$T/fc-lim.err" || rc=$?
+ok "[[ $rc == 0 ]] && py \"(lambda b: [b[k] for k in range(len(b)) if $lim_at <= d['made_at_epoch'] + 900 * k < $lim_at + 3600] == [1500] * 4 and b[0] == 2000)(d['power'][0]['budget_kw'])\" '$T/fc-lim.json'" \
+	"forecast: the site budget is 2000 kW now and at most 1500 kW during the OpenADR interval"
 
 scancel "$f1" "$f2" "$f3" "$f4" "$pl" "$sw" "$df"
 done_testing

@@ -106,6 +106,18 @@ while IFS=$'\t' read -r name level message; do
 	esac
 done <"$SIG/bad/cases.tsv"
 
+# ---- OpenADR 3 events in a feed are OpenADR 3 events ------------------------------------
+# The definition is read in place (../shared/deps, never copied into the project).
+ADR=${M2G_OPENADR_DIR:-$SRC/../shared/deps/openadr3-3.1.0}
+for f in "$SIG"/good/*.json "$SIG"/bad/openadr-*.json; do
+	grep -q '"openadr_events"' "$f" || continue
+	name=${f#"$SRC/"}
+	rc=0
+	why=$(python3 "$SRC/test/tools/validate-openadr.py" "$ADR" events "$f") || rc=$?
+	ok "$rc" "$name: its openadr_events are valid OpenADR 3.1.0 events (openadr3.yaml, enumerations)"
+	((rc == 0)) || diag_lines "$why"
+done
+
 unlisted=""
 for f in "$SIG"/bad/*.json; do
 	n=$(basename "$f" .json)

@@ -57,6 +57,7 @@ inline constexpr const char* kNodeAgentTokenFile = "NodeAgentTokenFile";  // its
 // Reporting (`m2g job`, m2g-exporter), see m2g.conf(5), REPORTING.
 inline constexpr const char* kEnergyPricePerKWh = "EnergyPricePerKWh";  // price of 1 kWh (0: no cost shown)
 inline constexpr const char* kEnergyCurrency = "EnergyCurrency";        // ISO 4217 code of that price, default EUR
+inline constexpr const char* kDefaultPricePerGpuHour = "DefaultPricePerGpuHour";  // a GPU-hour of delay, no class
 inline constexpr const char* kStatsDir = "StatsDir";                    // where the plugins publish their counters
 
 // ---- m2g.conf: attributes -----------------------------------------------
@@ -75,6 +76,7 @@ inline constexpr const char* kType = "Type";                    // FaultDomain: 
 inline constexpr const char* kDeferrable = "Deferrable";        // ClassName: yes | no
 inline constexpr const char* kPowerPerGpuW = "PowerPerGpuW";    // ClassName: W per GPU
 inline constexpr const char* kCurtail = "Curtail";              // ClassName: none | cap | suspend | requeue
+inline constexpr const char* kPricePerGpuHour = "PricePerGpuHour";  // ClassName: a GPU-hour of delay
 
 inline constexpr std::array<const char*, 6> kFaultDomainTypes = {"rack", "row", "pdu", "power_feed", "cooling",
                                                                  "room"};
@@ -157,6 +159,8 @@ inline constexpr const char* kSigStart = "start";
 inline constexpr const char* kSigEnd = "end";
 inline constexpr const char* kSigCurtailPct = "curtail_pct";
 inline constexpr const char* kSigCurtailKW = "curtail_kw";
+inline constexpr const char* kSigLimitKW = "limit_kw";        // the scope may draw at most this
+inline constexpr const char* kSigOpenADR = "openadr_events";  // OpenADR 3 event objects (doc/forecast.md)
 inline constexpr const char* kSigScope = "scope";              // "site", "row:NAME", "rack:NAME"
 inline constexpr const char* kSigMaintenance = "maintenance";  // windows
 inline constexpr const char* kSigNodes = "nodes";              // hostlist
@@ -305,7 +309,23 @@ inline constexpr Metric kMetricExporterRefreshErrors{"m2g_exporter_refresh_error
     "Refreshes that failed (Slurm not reachable, m2g.conf broken)."};
 inline constexpr Metric kMetricExporterRefreshDuration{"m2g_exporter_refresh_duration_seconds", "gauge", "",
     "How long the last refresh took."};
-inline constexpr std::array<const Metric*, 28> kMetrics = {
+inline constexpr Metric kMetricForecastPower{"m2g_forecast_power_kw", "gauge", "scope,name,quantile,ahead",
+    "Forecast GPU power of the site, a row or a rack, this far ahead (1h, 6h, 24h), at this quantile (0.1, 0.5, 0.9) of the forecast's runs (m2g forecast)."};
+inline constexpr Metric kMetricForecastStarts{"m2g_forecast_pending_starts", "gauge", "within",
+    "Pending jobs the forecast expects to have started within 1h, 6h, 24h (cumulative), or never (no placement their intent accepts)."};
+inline constexpr Metric kMetricFlexAvailable{"m2g_flex_available_kw", "gauge", "depth_pct,duration_h",
+    "Mean GPU power the site would shed from now for duration_h when asked for depth_pct of its forecast draw."};
+inline constexpr Metric kMetricFlexMet{"m2g_flex_met", "gauge", "depth_pct,duration_h",
+    "1 when that shed keeps the forecast draw under its target at every step, else 0."};
+inline constexpr Metric kMetricFlexDelay{"m2g_flex_delay_gpu_hours", "gauge", "depth_pct,duration_h",
+    "GPU-hours by which jobs would complete later for that shed."};
+inline constexpr Metric kMetricFlexCost{"m2g_flex_delay_cost", "gauge", "depth_pct,duration_h,currency",
+    "What that delay costs at the classes' PricePerGpuHour= (present when m2g.conf prices GPU-hours)."};
+inline constexpr Metric kMetricForecastTimestamp{"m2g_forecast_timestamp_seconds", "gauge", "",
+    "When the last forecast was made (Unix time); the forecast metrics are from it."};
+inline constexpr Metric kMetricForecastDuration{"m2g_forecast_duration_seconds", "gauge", "",
+    "How long the last forecast took, its flexibility curve included."};
+inline constexpr std::array<const Metric*, 36> kMetrics = {
     &kMetricQueueJobs,        &kMetricPendingJobs,        &kMetricDeferredJobs,
     &kMetricDomainGpus,       &kMetricDomainDegraded,     &kMetricWholeFreeDomains,   &kMetricFragmentation,
     &kMetricPowerBudget,      &kMetricPowerEffective,     &kMetricPowerDraw,          &kMetricPowerHeadroom,
@@ -313,7 +333,9 @@ inline constexpr std::array<const Metric*, 28> kMetrics = {
     &kMetricSignalsTtl,       &kMetricSignalsState,       &kMetricPlacementDomains,   &kMetricNvlinkFitOne,
     &kMetricNvlinkContained,  &kMetricNvlinkContainment,  &kMetricDecisionDuration,   &kMetricDecisions,
     &kMetricStatsAge,         &kMetricExporterUp,         &kMetricExporterLastRefresh, &kMetricExporterRefreshErrors,
-    &kMetricExporterRefreshDuration};
+    &kMetricExporterRefreshDuration, &kMetricForecastPower, &kMetricForecastStarts, &kMetricFlexAvailable,
+    &kMetricFlexMet,          &kMetricFlexDelay,          &kMetricFlexCost,           &kMetricForecastTimestamp,
+    &kMetricForecastDuration};
 // Label names.
 inline constexpr const char* kLabelClass = "class";
 inline constexpr const char* kLabelState = "state";
@@ -325,6 +347,12 @@ inline constexpr const char* kLabelId = "id";
 inline constexpr const char* kLabelPlugin = "plugin";
 inline constexpr const char* kLabelVerdict = "verdict";
 inline constexpr const char* kLabelLe = "le";  // histogram bucket bound
+inline constexpr const char* kLabelQuantile = "quantile";
+inline constexpr const char* kLabelAhead = "ahead";
+inline constexpr const char* kLabelWithin = "within";
+inline constexpr const char* kLabelDepthPct = "depth_pct";
+inline constexpr const char* kLabelDurationH = "duration_h";
+inline constexpr const char* kLabelCurrency = "currency";
 
 // ---- files ---------------------------------------------------------------
 inline constexpr const char* kConfFile = "m2g.conf";  // next to slurm.conf

@@ -1,7 +1,11 @@
 // m2g core: times as the feed, the annotation and the CLI write them (see time.hpp).
 #include "core/base/time.hpp"
 
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <ctime>
+#include <map>
 #include <string>
 
 #include "core/base/error.hpp"
@@ -122,6 +126,81 @@ std::string format_utc(int64_t t)
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
     return buf;
+}
+
+std::string parse_iso_duration(const std::string& s, double* seconds)
+{
+    if (s == "P9999Y") {
+        *seconds = kForever;
+        return "";
+    }
+    if (s.size() < 3 || s[0] != 'P')
+        return "not an ISO 8601 duration; it starts with P, e.g. PT15M, PT1H, P1DT12H";
+    double total = 0;
+    bool in_time = false, any = false;
+    std::string order = "WD";  // the designators still allowed, in order
+    size_t i = 1;
+    while (i < s.size()) {
+        if (s[i] == 'T') {
+            if (in_time || i + 1 == s.size())
+                return "a misplaced T (it separates days from hours, minutes and seconds, and is followed by them)";
+            in_time = true;
+            order = "HMS";
+            ++i;
+            continue;
+        }
+        size_t j = i;
+        while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '.'))
+            ++j;
+        if (j == i || j == s.size())
+            return "expected a number followed by " + std::string(in_time ? "H, M or S" : "W or D") + " at position " +
+                   std::to_string(i + 1);
+        const char unit = s[j];
+        if (!in_time && (unit == 'Y' || unit == 'M'))
+            return "years and months are not accepted (their length depends on the date); give weeks, days, hours, "
+                   "minutes or seconds, or P9999Y for until further notice";
+        const size_t at = order.find(unit);
+        if (at == std::string::npos)
+            return std::string("'") + unit + "' is not a designator here; accepted: " +
+                   (in_time ? "H, M, S after T" : "W, D before T");
+        const std::string num = s.substr(i, j - i);
+        if (num.find('.') != std::string::npos && unit != 'S')
+            return "only seconds may have a fraction";
+        char* end = nullptr;
+        const double v = std::strtod(num.c_str(), &end);
+        if (*end || !std::isfinite(v))
+            return "\"" + num + "\" is not a number";
+        static const std::map<char, double> unit_s = {{'W', 604800}, {'D', 86400}, {'H', 3600}, {'M', 60}, {'S', 1}};
+        total += v * unit_s.at(unit);
+        order = order.substr(at + 1);
+        any = true;
+        i = j + 1;
+    }
+    if (!any)
+        return "no amount; e.g. PT15M";
+    *seconds = total;
+    return "";
+}
+
+std::string format_iso_duration(int64_t seconds)
+{
+    if (seconds <= 0)
+        return "PT0S";
+    std::string out = "P";
+    if (seconds >= 86400) {
+        out += std::to_string(seconds / 86400) + "D";
+        seconds %= 86400;
+    }
+    if (seconds == 0)
+        return out;
+    out += "T";
+    if (seconds >= 3600)
+        out += std::to_string(seconds / 3600) + "H";
+    if (seconds % 3600 >= 60)
+        out += std::to_string(seconds % 3600 / 60) + "M";
+    if (seconds % 60)
+        out += std::to_string(seconds % 60) + "S";
+    return out;
 }
 
 }  // namespace m2g

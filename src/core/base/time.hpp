@@ -22,4 +22,13 @@ std::string parse_rfc3339(const std::string& s, int64_t* out);
 int64_t parse_signal_time(const std::string& text, const std::string& what);
 std::string format_utc(int64_t t);  // "2026-11-29T21:00:00Z"
 
+// ISO 8601 durations as OpenADR 3 writes them: "PT15M", "P1DT2H",
+// "PT0.5S", "P2W"; years and months are refused (their length depends on
+// the date) except OpenADR's "P9999Y", "until further notice", read as
+// kForever. Returns "" and sets *seconds, or says what is wrong.
+constexpr double kForever = 1e12;
+std::string parse_iso_duration(const std::string& s, double* seconds);
+// 900 -> "PT15M", 5400 -> "PT1H30M", 0 -> "PT0S" (whole seconds).
+std::string format_iso_duration(int64_t seconds);
+
 }  // namespace m2g

@@ -63,9 +63,9 @@ const std::vector<const char*> kGlobalKeys{
     kw::kEnergyCurrency,     kw::kStatsDir,            kw::kBridgeIntentsFile,  kw::kPrivilegedAccounts,
     kw::kPrivilegedGroups,   kw::kPrivilegedTags,      kw::kPrivilegedClasses,  kw::kCurtailMode,
     kw::kCapFloorW,          kw::kIdlePowerPerGpuW,    kw::kCurtailMarginPct,   kw::kCheckpointGraceSec,
-    kw::kCurtailIntervalSec, kw::kNodeAgentURL,       kw::kNodeAgentTokenFile};
+    kw::kCurtailIntervalSec, kw::kNodeAgentURL,       kw::kNodeAgentTokenFile,  kw::kDefaultPricePerGpuHour};
 const LineKind kPartitionLine{kw::kPartitionName, {kw::kDefaultTopology, kw::kPreferWaitSec, kw::kSparePerDomain}};
-const LineKind kClassLine{kw::kClassName, {kw::kDeferrable, kw::kPowerPerGpuW, kw::kCurtail, kw::kCapFloorW}};
+const LineKind kClassLine{kw::kClassName, {kw::kDeferrable, kw::kPowerPerGpuW, kw::kCurtail, kw::kCapFloorW, kw::kPricePerGpuHour}};
 const std::vector<const char*> kLineHeads{kw::kNodeName, kw::kDomainName, kw::kSwitchName, kw::kFaultDomain,
                                           kw::kPartitionName, kw::kClassName};
 
@@ -118,16 +118,17 @@ double parse_watts(const SourceLoc& loc, const char* key, const std::string& val
     return w;
 }
 
-// EnergyPricePerKWh=: a price in the currency's main unit, 0 or more.
-double parse_price(const SourceLoc& loc, const char* key, const std::string& value)
+// EnergyPricePerKWh=, PricePerGpuHour=: a price in the currency's main
+// unit, 0 or more; `of` says of what ("one kWh").
+double parse_price(const SourceLoc& loc, const char* key, const std::string& value, const char* of = "one kWh")
 {
     char* end = nullptr;
     errno = 0;
     const double p = std::strtod(value.c_str(), &end);
     if (errno || end == value.c_str() || *end || !std::isfinite(p) || p < 0 || p > 1e6)
         throw ParseError(loc.str() + ": " + key + "=" + value +
-                         " is not valid; expected the price of one kWh as a number from 0 to 1000000, e.g. 0.25 "
-                         "(0: no cost shown)");
+                         " is not valid; expected the price of " + of +
+                         " as a number from 0 to 1000000, e.g. 0.25 (0: no cost shown)");
     return p;
 }
 
@@ -396,6 +397,9 @@ ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
             }
             if (f.has(kw::kCapFloorW))
                 cp.cap_floor_w = parse_watts(line.loc, kw::kCapFloorW, f.str(kw::kCapFloorW), "the global CapFloorW");
+            if (f.has(kw::kPricePerGpuHour))
+                spec.price_per_gpu_hour[static_cast<size_t>(ci)] =
+                    parse_price(line.loc, kw::kPricePerGpuHour, f.str(kw::kPricePerGpuHour), "one GPU-hour");
         } else if (head == lower(kw::kFaultDomain)) {
             Fields f(line, kFaultLine);
             FaultDomainSpec fd = named_item<FaultDomainSpec>(line, kFaultLine);
@@ -445,6 +449,8 @@ ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
                 spec.policy.health_file = absolute_path(line.loc, canon, value);
             } else if (key == kw::kEnergyPricePerKWh) {
                 spec.energy_price_per_kwh = parse_price(line.loc, canon, value);
+            } else if (key == kw::kDefaultPricePerGpuHour) {
+                spec.default_price_per_gpu_hour = parse_price(line.loc, canon, value, "one GPU-hour");
             } else if (key == kw::kEnergyCurrency) {
                 spec.energy_currency = parse_currency(line.loc, canon, value);
             } else {
@@ -588,6 +594,9 @@ void copy_settings(Model& m, const ConfigSpec& spec)
     m.site_power_budget_kw = spec.site_power_budget_kw;
     m.energy_price_per_kwh = spec.energy_price_per_kwh;
     m.energy_currency = spec.energy_currency;
+    for (size_t c = 0; c < m.price_per_gpu_hour.size(); ++c)
+        m.price_per_gpu_hour[c] =
+            spec.price_per_gpu_hour[c] >= 0 ? spec.price_per_gpu_hour[c] : spec.default_price_per_gpu_hour;
     m.policy = spec.policy;
     set_default_topology(m.policy, m.policy.default_topology);
     m.admission = spec.admission;

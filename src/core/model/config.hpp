@@ -7,6 +7,7 @@
 // keeps its previous model on error never sees a half-read configuration.
 #pragma once
 
+#include <array>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,6 +68,9 @@ struct ConfigSpec {
     AdmissionPolicy admission;  // global admission keys and ClassName= lines, validated
     double energy_price_per_kwh = 0;     // EnergyPricePerKWh=
     std::string energy_currency = "EUR";  // EnergyCurrency=, upper case
+    double default_price_per_gpu_hour = 0;  // DefaultPricePerGpuHour=
+    // PricePerGpuHour= of each ClassName line by WorkloadClass (-1: not given).
+    std::array<double, 8> price_per_gpu_hour{-1, -1, -1, -1, -1, -1, -1, -1};
     std::vector<NodeSpec> nodes;
     std::vector<DomainSpec> domains;
     std::vector<SwitchSpec> switches;

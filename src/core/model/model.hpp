@@ -13,6 +13,7 @@
 // and the Slurm adapters can map them onto Slurm's own index-based tables.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -93,6 +94,9 @@ struct Model {
     AdmissionPolicy admission;                                        // job_submit/m2g, signals
     double energy_price_per_kwh = 0;                                  // EnergyPricePerKWh= (0: no cost shown)
     std::string energy_currency = "EUR";                              // EnergyCurrency=, ISO 4217
+    // What a GPU-hour of delay costs, by WorkloadClass (Unset first): the
+    // class's PricePerGpuHour=, else DefaultPricePerGpuHour= (0: no cost).
+    std::array<double, 8> price_per_gpu_hour{};
     std::map<std::string, PlacementPolicy, std::less<>> partition_policy;  // PartitionName= overrides
     std::vector<Node> nodes;     // declaration order; Node::rank is tree order
     std::vector<Domain> domains;

@@ -212,8 +212,7 @@ std::string event_desc(const CurtailmentEvent& e)
     std::string scope = e.scope == EventScope::Site ? "site"
                         : e.scope == EventScope::Row ? "row " + e.scope_name
                                                      : "rack " + e.scope_name;
-    const std::string cut = e.curtail_pct > 0 ? "-" + general(e.curtail_pct) + "%" : "-" + general(e.curtail_kw) + " kW";
-    return "(" + scope + " " + cut + ")";
+    return "(" + scope + " " + event_cut_text(e) + ")";
 }
 
 // Whether the job's account or one of its groups is listed, and by which
@@ -836,9 +835,7 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
                     blocked_by = WaitCause::SitePower;
                     for (const CurtailmentEvent* e : active_events(s, r.now))
                         if (e->scope == EventScope::Site) {
-                            const std::string cut =
-                                e->curtail_pct > 0 ? "-" + general(e->curtail_pct) + "%" : "-" + general(e->curtail_kw) + " kW";
-                            blocked += " (event " + e->id + " " + cut + ")";
+                            blocked += " (event " + e->id + " " + event_cut_text(*e) + ")";
                             break;
                         }
                 }

@@ -125,6 +125,7 @@ class FeedParser {
     void timed_items(json_object* v, const std::string& path, const char* noun, const char* item_desc,
                      std::initializer_list<const char*> keys, F&& item) const;
     void events(json_object* v, Signals& s) const;
+    void openadr_events(json_object* v, Signals& s) const;
     void maintenance(json_object* v, Signals& s) const;
     void health(json_object* v, Signals& s) const;
 
@@ -357,8 +358,10 @@ void FeedParser::timed_items(json_object* v, const std::string& path, const char
 
 void FeedParser::events(json_object* v, Signals& s) const
 {
-    timed_items(v, kw::kSigEvents, "event", "an event object with id, start, end, curtail_pct or curtail_kw, scope",
-                {kw::kSigId, kw::kSigStart, kw::kSigEnd, kw::kSigCurtailPct, kw::kSigCurtailKW, kw::kSigScope},
+    timed_items(v, kw::kSigEvents, "event",
+                "an event object with id, start, end, curtail_pct or curtail_kw or limit_kw, scope",
+                {kw::kSigId, kw::kSigStart, kw::kSigEnd, kw::kSigCurtailPct, kw::kSigCurtailKW, kw::kSigLimitKW,
+                 kw::kSigScope},
                 [&](json_object* e, const std::string& p, const std::string& id, int64_t start, int64_t end) {
         CurtailmentEvent ev;
         ev.id = id;
@@ -366,11 +369,15 @@ void FeedParser::events(json_object* v, Signals& s) const
         ev.end = end;
         json_object* pct = get(e, kw::kSigCurtailPct);
         json_object* kwv = get(e, kw::kSigCurtailKW);
-        if (pct && kwv)
-            fail(p, "both curtail_pct and curtail_kw; give exactly one");
-        if (!pct && !kwv)
-            fail(p, "no curtailment; give curtail_pct (0 < pct <= 100) or curtail_kw (> 0)");
-        if (pct) {
+        json_object* lim = get(e, kw::kSigLimitKW);
+        if (!!pct + !!kwv + !!lim > 1)
+            fail(p, "more than one of curtail_pct, curtail_kw and limit_kw; give exactly one");
+        if (!pct && !kwv && !lim)
+            fail(p, "no curtailment; give curtail_pct (0 < pct <= 100), curtail_kw (> 0) or limit_kw (>= 0, the most "
+                    "the scope may draw)");
+        if (lim) {
+            ev.limit_kw = number(lim, at(p, kw::kSigLimitKW), 0, false, " (kW, the most the scope may draw)");
+        } else if (pct) {
             const std::string pp = at(p, kw::kSigCurtailPct);
             ev.curtail_pct = number(pct, pp, 0, true, " (percent of the scope's budget)");
             if (ev.curtail_pct > 100)
@@ -401,6 +408,136 @@ void FeedParser::events(json_object* v, Signals& s) const
         }
         s.events.push_back(std::move(ev));
     });
+}
+
+// OpenADR 3 event objects as a VTN serves them (GET /events): every
+// interval's IMPORT_CAPACITY_LIMIT becomes a site event with limit_kw.
+// m2g acts on that payload type only; any other is refused rather than
+// dropped, so a feed never carries a request m2g does not follow.
+void FeedParser::openadr_events(json_object* v, Signals& s) const
+{
+    static const std::string kLimit = "IMPORT_CAPACITY_LIMIT";
+    const std::string path = kw::kSigOpenADR;
+    if (!json_object_is_type(v, json_type_array))
+        expected(path, "an array of OpenADR 3 event objects", v);
+    std::map<std::string, std::string> ids;
+    for (const CurtailmentEvent& e : s.events)
+        ids.emplace(e.id, kw::kSigEvents);
+    auto period = [&](json_object* o, const std::string& p, int64_t* start, double* dur) {
+        json_object* ip = get(o, "intervalPeriod");
+        if (!ip)
+            return;
+        const std::string pp = at(p, "intervalPeriod");
+        object(ip, pp, "an intervalPeriod object with start and duration");
+        if (json_object* st = get(ip, "start")) {
+            const std::string sp = at(pp, "start");
+            const std::string text = string_value(st, sp, true);
+            if (text.compare(0, 10, "0001-01-01") == 0)
+                fail(sp, "\"" + text + "\" (OpenADR's 'now') is not accepted; m2g needs the absolute start the VTN "
+                                       "means, as an RFC 3339 time");
+            *start = time_value(st, sp);
+        }
+        if (json_object* d = get(ip, "duration")) {
+            const std::string dp = at(pp, "duration");
+            const std::string text = string_value(d, dp, true);
+            const std::string why = parse_iso_duration(text, dur);
+            if (!why.empty())
+                fail(dp, "\"" + text + "\": " + why);
+        }
+    };
+    const size_t n = json_object_array_length(v);
+    for (size_t i = 0; i < n; ++i) {
+        const std::string p = index(path, i);
+        json_object* o = json_object_array_get_idx(v, i);
+        object(o, p, "an OpenADR 3 event object (programID, payloadDescriptors, intervalPeriod, intervals)");
+        std::string eid;
+        if (json_object* id = get(o, "id"))
+            eid = string_value(id, at(p, "id"), true);
+        else if (json_object* name = get(o, "eventName"))
+            eid = string_value(name, at(p, "eventName"), true);
+        else
+            eid = "openadr" + std::to_string(i);
+        // The descriptor says what an IMPORT_CAPACITY_LIMIT's number means.
+        std::string units;
+        if (json_object* pd = get(o, "payloadDescriptors")) {
+            const std::string pp = at(p, "payloadDescriptors");
+            if (!json_object_is_type(pd, json_type_array))
+                expected(pp, "an array of eventPayloadDescriptor objects", pd);
+            for (size_t k = 0; k < json_object_array_length(pd); ++k) {
+                json_object* d = json_object_array_get_idx(pd, k);
+                const std::string dp = index(pp, k);
+                object(d, dp, "an eventPayloadDescriptor object");
+                json_object* t = get(d, "payloadType");
+                if (!t || string_value(t, at(dp, "payloadType"), true) != kLimit)
+                    continue;
+                if (json_object* u = get(d, "units"))
+                    units = string_value(u, at(dp, "units"), true);
+            }
+        }
+        int64_t start = -1;
+        double dur = -1;
+        period(o, p, &start, &dur);
+        json_object* ivs = get(o, "intervals");
+        if (!ivs)
+            fail(at(p, "intervals"), "missing; an event needs intervals with IMPORT_CAPACITY_LIMIT payloads");
+        const std::string ip = at(p, "intervals");
+        if (!json_object_is_type(ivs, json_type_array))
+            expected(ip, "an array of interval objects", ivs);
+        int64_t next = start;  // intervals without a period of their own follow one another
+        for (size_t k = 0; k < json_object_array_length(ivs); ++k) {
+            json_object* iv = json_object_array_get_idx(ivs, k);
+            const std::string kp = index(ip, k);
+            object(iv, kp, "an interval object with id and payloads");
+            int64_t ist = next;
+            double idur = dur;
+            period(iv, kp, &ist, &idur);
+            if (ist < 0)
+                fail(kp, "no start; give the event or the interval an intervalPeriod with start");
+            if (idur <= 0)
+                fail(kp, "no duration above 0; give the event or the interval an intervalPeriod with duration, e.g. "
+                         "\"PT1H\"");
+            std::string iid = std::to_string(k);
+            if (json_object* id = get(iv, "id")) {
+                if (!json_object_is_type(id, json_type_int))
+                    expected(at(kp, "id"), "an integer", id);
+                iid = std::to_string(json_object_get_int64(id));
+            }
+            json_object* pl = get(iv, "payloads");
+            if (!pl || !json_object_is_type(pl, json_type_array))
+                expected(at(kp, "payloads"), "an array of valuesMap objects", pl);
+            for (size_t q = 0; q < json_object_array_length(pl); ++q) {
+                json_object* vm = json_object_array_get_idx(pl, q);
+                const std::string qp = index(at(kp, "payloads"), q);
+                object(vm, qp, "a valuesMap object with type and values");
+                json_object* t = get(vm, "type");
+                const std::string type = t ? string_value(t, at(qp, "type"), true) : "";
+                if (type != kLimit)
+                    fail(at(qp, "type"), "\"" + type + "\" is not acted on; m2g follows " + kLimit +
+                                             " (the most the site may import) only: leave other payload types out "
+                                             "of the feed");
+                if (units != "KW")
+                    fail(at(p, "payloadDescriptors"),
+                         units.empty() ? "no eventPayloadDescriptor with payloadType " + kLimit +
+                                             " and units; m2g needs units \"KW\" to read the limit"
+                                       : "units \"" + units + "\" for " + kLimit + " are not accepted; accepted: KW");
+                json_object* vals = get(vm, "values");
+                if (!vals || !json_object_is_type(vals, json_type_array) || json_object_array_length(vals) != 1)
+                    expected(at(qp, "values"), "an array of one number (kW)", vals);
+                CurtailmentEvent ev;
+                ev.id = eid + "/" + iid;
+                ev.start = ist;
+                ev.end = idur >= kForever ? kMaxTime : ist + static_cast<int64_t>(std::llround(idur));
+                ev.limit_kw = number(json_object_array_get_idx(vals, 0), index(at(qp, "values"), 0), 0, false,
+                                     " (kW, the most the site may import)");
+                ev.scope = EventScope::Site;
+                ev.scope_name = kw::kSigScopeSite;
+                if (auto [it, fresh] = ids.emplace(ev.id, kp); !fresh)
+                    fail(kp, "event id \"" + ev.id + "\" is also in " + it->second + "; ids must be unique");
+                s.events.push_back(std::move(ev));
+            }
+            next = idur >= kForever ? kMaxTime : ist + static_cast<int64_t>(std::llround(idur));
+        }
+    }
 }
 
 void FeedParser::maintenance(json_object* v, Signals& s) const
@@ -523,7 +660,7 @@ Signals FeedParser::parse(const std::string& text)
              "\"" + json_string_text(schema) + "\" is not supported; accepted: \"" + kw::kSigSchemaV1 + "\"");
     check_keys(o, "",
                {kw::kSigSchema, kw::kSigGeneratedAt, kw::kSigSource, kw::kSigPower, kw::kSigThermal, kw::kSigEvents,
-                kw::kSigMaintenance, kw::kSigHealth});
+                kw::kSigOpenADR, kw::kSigMaintenance, kw::kSigHealth});
     Signals s;
     json_object* gen = get(o, kw::kSigGeneratedAt);
     if (!gen)
@@ -545,6 +682,8 @@ Signals FeedParser::parse(const std::string& text)
         thermal(t, s);
     if (json_object* e = get(o, kw::kSigEvents))
         events(e, s);
+    if (json_object* e = get(o, kw::kSigOpenADR))
+        openadr_events(e, s);
     if (json_object* w = get(o, kw::kSigMaintenance))
         maintenance(w, s);
     if (json_object* h = get(o, kw::kSigHealth))
@@ -557,6 +696,13 @@ Signals FeedParser::parse(const std::string& text)
 // ---- public functions ----------------------------------------------------------
 
 const char* to_string(ThermalState s) { return name_of(kThermalStateNames, s, "ok"); }
+
+std::string event_cut_text(const CurtailmentEvent& e)
+{
+    if (e.limit_kw >= 0)
+        return "at most " + general(e.limit_kw) + " kW";
+    return e.curtail_kw > 0 ? "-" + general(e.curtail_kw) + " kW" : "-" + general(e.curtail_pct) + "%";
+}
 
 Signals parse_signals(const std::string& text, const std::string& file, const Model& m, int64_t now)
 {
@@ -597,19 +743,27 @@ double effective_budget_kw(const Model& m, const Signals* s, EventScope scope, i
         break;
     }
     const double budget = feed > 0 ? feed : conf;
+    // A limit event is a ceiling of its own; a cut needs a budget to cut.
+    double limit = -1;
+    if (s)
+        for (const auto& e : s->events)
+            if (e.limit_kw >= 0 && e.scope == scope && e.active_at(now) &&
+                (scope == EventScope::Site || e.scope_index == index))
+                limit = limit < 0 ? e.limit_kw : std::min(limit, e.limit_kw);
     if (budget <= 0)
-        return -1;  // no budget known: no limit
+        return limit;  // -1: no budget known, no limit
     if (!s)
         return budget;
     double left = budget;
     for (const auto& e : s->events) {
-        if (e.scope != scope || !e.active_at(now))
+        if (e.limit_kw >= 0 || e.scope != scope || !e.active_at(now))
             continue;
         if (scope != EventScope::Site && e.scope_index != index)
             continue;
         left -= e.curtail_kw > 0 ? e.curtail_kw : budget * e.curtail_pct / 100.0;
     }
-    return std::max(0.0, left);
+    left = std::max(0.0, left);
+    return limit >= 0 ? std::min(left, limit) : left;
 }
 
 double lowest_budget_kw(const Model& m, const Signals* s, EventScope scope, int index, int64_t from, int64_t to,
@@ -618,7 +772,7 @@ double lowest_budget_kw(const Model& m, const Signals* s, EventScope scope, int 
     if (upcoming)
         *upcoming = nullptr;
     double low = effective_budget_kw(m, s, scope, index, from);
-    if (low < 0 || !s)
+    if (!s)
         return low;
     for (const auto& e : s->events) {
         if (e.scope != scope || (scope != EventScope::Site && e.scope_index != index))
@@ -626,7 +780,7 @@ double lowest_budget_kw(const Model& m, const Signals* s, EventScope scope, int 
         if (e.start <= from || (to > 0 && e.start >= to))
             continue;
         const double b = effective_budget_kw(m, s, scope, index, e.start);
-        if (b >= 0 && b < low) {
+        if (b >= 0 && (low < 0 || b < low)) {
             low = b;
             if (upcoming)
                 *upcoming = &e;

@@ -62,19 +62,26 @@ struct NodeThermal {
 enum class EventScope { Site, Row, Rack };
 inline constexpr auto kEventScopeNames = enum_names<EventScope::Rack>({"site", "row", "rack"});
 
-// A demand-response (or any curtailment) event. Exactly one of curtail_pct
-// and curtail_kw is > 0.
+// A demand-response (or any curtailment) event. Exactly one of
+// curtail_pct > 0, curtail_kw > 0 and limit_kw >= 0: a cut from the
+// scope's budget, or a ceiling on its draw (OpenADR 3's
+// IMPORT_CAPACITY_LIMIT), which binds even where no budget is configured.
 struct CurtailmentEvent {
     std::string id;
     int64_t start = 0;  // epoch seconds
     int64_t end = 0;    // epoch seconds, > start
     double curtail_pct = 0;  // of the scope's budget, 0 < pct <= 100
     double curtail_kw = 0;
+    double limit_kw = -1;    // -1: not a limit
     EventScope scope = EventScope::Site;
     int scope_index = kNone;  // Row: fault domain index; Rack: domain index
     std::string scope_name;   // "site", "row1", "nvl03"
     bool active_at(int64_t t) const { return start <= t && t < end; }
 };
+
+// What an event does to its scope's budget, for people: "-25%", "-50 kW",
+// "at most 400 kW".
+std::string event_cut_text(const CurtailmentEvent& e);
 
 struct MaintenanceWindow {
     std::string id;

@@ -334,6 +334,12 @@ FlexOffer flex_offer(const Model& m, const Trace& trace, const Signals& tl, cons
             x.met = false;
     }
     x.energy_shifted_kwh = site_energy_kwh(base.r, t0, t1) - site_energy_kwh(run.r, t0, t1);
+    for (double a = t0; a < t1 - 1e-6; a += step) {
+        const double b = std::min(t1, a + step), h = (b - a) / 3600.0;
+        const double base_kw = site_energy_kwh(base.r, a, b) / h;
+        x.baseline_kw.push_back(base_kw);
+        x.shed_kw.push_back(base_kw - site_energy_kwh(run.r, a, b) / h);
+    }
     x.shed_mean_kw = x.energy_shifted_kwh / (q.duration_s / 3600.0);
     for (const SimJobResult& j : run.r.job_results) {
         const auto it = base.index.find(j.id);
@@ -353,8 +359,16 @@ FlexOffer flex_offer(const Model& m, const Trace& trace, const Signals& tl, cons
         if (later <= 1)
             continue;
         ++x.jobs_delayed;
-        (j.deferrable ? x.deferrable_delay_gpu_h : x.nondeferrable_delay_gpu_h) += j.gpus * later / 3600.0;
+        const double gpu_h = j.gpus * later / 3600.0;
+        (j.deferrable ? x.deferrable_delay_gpu_h : x.nondeferrable_delay_gpu_h) += gpu_h;
+        const auto cls = workload_class_from(j.workload_class);
+        x.delay_cost += gpu_h * m.price_per_gpu_hour[static_cast<size_t>(cls ? *cls : WorkloadClass::Unset)];
     }
+    x.priced = m.energy_price_per_kwh > 0 ||
+               std::any_of(m.price_per_gpu_hour.begin(), m.price_per_gpu_hour.end(), [](double p) { return p > 0; });
+    x.currency = m.energy_currency;
+    x.energy_shifted_value = x.energy_shifted_kwh * m.energy_price_per_kwh;
+    x.breakeven_per_kwh = x.energy_shifted_kwh > 1e-9 ? x.delay_cost / x.energy_shifted_kwh : -1;
     return x;
 }
 
@@ -577,7 +591,8 @@ std::string format_forecast(const Model& m, const Forecast& f, bool json)
 {
     (void)m;
     if (json) {
-        json_object* o = json_object_new_object();
+        const JsonPtr root(json_object_new_object());
+        json_object* o = root.get();
         add(o, "made_at", jstr(format_utc(f.made_at)));
         add(o, "made_at_epoch", json_object_new_int64(f.made_at));
         add(o, "step_s", jnum(f.step_s, 0));
@@ -645,6 +660,16 @@ std::string format_forecast(const Model& m, const Forecast& f, bool json)
                 add(y, key, a);
             }
             add(y, "curtail_mode", jstr(x.curtail_mode));
+            if (x.priced) {
+                json_object* money = json_object_new_object();
+                add(money, "currency", jstr(x.currency));
+                add(money, "delay_cost", jnum(x.delay_cost, 2));
+                add(money, "energy_shifted_value", jnum(x.energy_shifted_value, 2));
+                add(money, "breakeven_per_kwh", x.breakeven_per_kwh < 0 ? nullptr : jnum(x.breakeven_per_kwh, 4));
+                add(y, "money", money);
+            } else {
+                add(y, "money", nullptr);
+            }
             json_object_array_add(flex, y);
         }
         add(o, "flexibility", flex);
@@ -704,7 +729,14 @@ std::string format_forecast(const Model& m, const Forecast& f, bool json)
             << " kWh shifted; delayed: " << kw1(x.deferrable_delay_gpu_h) << " deferrable GPU-h, "
             << kw1(x.nondeferrable_delay_gpu_h) << " non-deferrable GPU-h (" << x.jobs_delayed << " jobs); "
             << x.capped.size() << " capped, " << x.suspended.size() << " suspended, " << x.requeued.size()
-            << " requeued\n";
+            << " requeued";
+        if (x.priced) {
+            out << "; delay costs " << fmt("%.2f", x.delay_cost) << " " << x.currency << ", energy shifted worth "
+                << fmt("%.2f", x.energy_shifted_value) << " " << x.currency;
+            if (x.breakeven_per_kwh >= 0)
+                out << "; break-even " << num(x.breakeven_per_kwh) << " " << x.currency << "/kWh shed";
+        }
+        out << "\n";
     }
     if (!f.notes.empty()) {
         out << "\nnotes:\n";

@@ -68,6 +68,22 @@ struct FlexOffer {
     int jobs_delayed = 0;
     std::vector<uint32_t> capped, suspended, requeued;  // jobs the controller would act on
     std::string curtail_mode;     // m2g.conf's CurtailMode= the run used
+    // In money (m2g.conf's EnergyCurrency=), when it prices anything:
+    // the delay at each job's class PricePerGpuHour=, the energy shifted at
+    // EnergyPricePerKWh= (moved in time, not saved: a flat tariff makes it
+    // cost nothing), and the least a kWh shed must be paid for the offer to
+    // cover its delay cost (delay_cost / energy_shifted_kwh; -1 when
+    // nothing is shed).
+    bool priced = false;
+    std::string currency;
+    // Per step of the window from req.start (the forecast's step_s, the
+    // last one shorter when the duration is not a multiple): the mean site
+    // GPU draw without the event (the baseline) and how much lower it is
+    // with it, kW.
+    std::vector<double> baseline_kw, shed_kw;
+    double delay_cost = 0;
+    double energy_shifted_value = 0;
+    double breakeven_per_kwh = -1;
 };
 
 struct ForecastAlternative {

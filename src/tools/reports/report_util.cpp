@@ -57,7 +57,7 @@ std::string elapsed(double seconds)
 
 std::string event_cut(const CurtailmentEvent& e)
 {
-    return e.curtail_kw > 0 ? "-" + num(e.curtail_kw) + " kW" : "-" + num(e.curtail_pct) + "%";
+    return event_cut_text(e);
 }
 
 std::string event_scope(const CurtailmentEvent& e)

@@ -169,7 +169,9 @@ std::string format_json(const Model& m, const SignalsView& v, int64_t now)
             add(j, "scope", json_object_new_string(scope_text(e).c_str()));
             add(j, "start", json_object_new_string(format_utc(e.start).c_str()));
             add(j, "end", json_object_new_string(format_utc(e.end).c_str()));
-            if (e.curtail_kw > 0)
+            if (e.limit_kw >= 0)
+                add(j, "limit_kw", dbl(e.limit_kw));
+            else if (e.curtail_kw > 0)
                 add(j, "curtail_kw", dbl(e.curtail_kw));
             else
                 add(j, "curtail_pct", dbl(e.curtail_pct));
@@ -261,7 +263,7 @@ std::string format_signals(const Model& m, const SignalsView& v, int64_t now, bo
         if (e.end <= now)
             continue;
         const bool active = e.active_at(now);
-        const std::string cut = e.curtail_kw > 0 ? "-" + general(e.curtail_kw) + " kW" : "-" + general(e.curtail_pct) + "%";
+        const std::string cut = event_cut_text(e);
         ev_lines.push_back(std::string("  ") + (active ? "active    " : "upcoming  ") + e.id + "  " + scope_text(e) +
                            " " + cut + "  " + format_utc(e.start) + " .. " + format_utc(e.end) + " (" +
                            (active ? "ends in " + describe_duration(e.end - now)

@@ -304,6 +304,7 @@ std::string status_json(const Model& m, const Status& s)
         add(e, "scope_name", jstr(ev->scope == EventScope::Site ? std::string("site") : ev->scope_name));
         add(e, "curtail_pct", ev->curtail_pct > 0 ? jnum(ev->curtail_pct, 3) : nullptr);
         add(e, "curtail_kw", ev->curtail_kw > 0 ? jnum(ev->curtail_kw, 3) : nullptr);
+        add(e, "limit_kw", ev->limit_kw >= 0 ? jnum(ev->limit_kw, 3) : nullptr);
         add(e, "start", jstr(format_utc(ev->start)));
         add(e, "end", jstr(format_utc(ev->end)));
         json_object_array_add(events, e);

@@ -130,7 +130,8 @@ TEST(ConfigErrors, UnknownKeyNamesLineAndAcceptedKeys)
               "PaceIntervalSec, PaceGpusPerInterval, DeferExemptAccounts, DeferExemptGroups, NoDeferAction, "
               "MaintenanceAction, ReleaseCheckSec, EnergyPricePerKWh, EnergyCurrency, StatsDir, BridgeIntentsFile, "
               "PrivilegedAccounts, PrivilegedGroups, PrivilegedTags, PrivilegedClasses, CurtailMode, CapFloorW, "
-              "IdlePowerPerGpuW, CurtailMarginPct, CheckpointGraceSec, CurtailIntervalSec, NodeAgentURL, NodeAgentTokenFile");
+              "IdlePowerPerGpuW, CurtailMarginPct, CheckpointGraceSec, CurtailIntervalSec, NodeAgentURL, NodeAgentTokenFile, "
+              "DefaultPricePerGpuHour");
 }
 
 TEST(ConfigErrors, DuplicateNode)
@@ -438,7 +439,8 @@ TEST(ConfigErrors, ClassNameLines)
               "m2g.conf:2: PowerPerGpuW=-1 is not valid; expected watts per GPU from 0 to 5000 (0: "
               "DefaultPowerPerGpuW, else the built-in class default)");
     EXPECT_EQ(error_of("NodeName=n1\nClassName=training Power=300\n"),
-              "m2g.conf:2: unknown key 'Power' in a ClassName line; accepted keys: Deferrable, PowerPerGpuW, Curtail, CapFloorW");
+              "m2g.conf:2: unknown key 'Power' in a ClassName line; accepted keys: Deferrable, PowerPerGpuW, Curtail, CapFloorW, "
+              "PricePerGpuHour");
     EXPECT_EQ(error_of("NodeName=n1\nClassName=training,batch Deferrable=no\n"),
               "m2g.conf:2: ClassName=training,batch: one name per line (hostlist expressions are accepted only in "
               "NodeName, Nodes, Domains and Switches)");
@@ -456,6 +458,25 @@ TEST(Config, EnergyPriceKeys)
     EXPECT_EQ(m.energy_price_per_kwh, 0.25);
     EXPECT_EQ(m.energy_currency, "USD");  // ISO 4217 codes are upper case
     EXPECT_EQ(build("EnergyPricePerKWh=0\nNodeName=n1\n").energy_price_per_kwh, 0);
+}
+
+TEST(Config, GpuHourPricesByClassWithADefault)
+{
+    const Model d = build("NodeName=n1\n");
+    for (double p : d.price_per_gpu_hour)
+        EXPECT_EQ(p, 0);
+    const Model m = build("DefaultPricePerGpuHour=2.5\nNodeName=n1\nClassName=training PricePerGpuHour=4\n"
+                          "ClassName=batch Deferrable=yes PricePerGpuHour=0\n");
+    EXPECT_EQ(m.price_per_gpu_hour[static_cast<size_t>(WorkloadClass::Training)], 4);
+    EXPECT_EQ(m.price_per_gpu_hour[static_cast<size_t>(WorkloadClass::Batch)], 0);  // 0 is a price, not "unset"
+    EXPECT_EQ(m.price_per_gpu_hour[static_cast<size_t>(WorkloadClass::Inference)], 2.5);
+    EXPECT_EQ(m.price_per_gpu_hour[static_cast<size_t>(WorkloadClass::Unset)], 2.5);
+    EXPECT_EQ(error_of("NodeName=n1\nClassName=training PricePerGpuHour=cheap\n"),
+              "m2g.conf:2: PricePerGpuHour=cheap is not valid; expected the price of one GPU-hour as a number from 0 "
+              "to 1000000, e.g. 0.25 (0: no cost shown)");
+    EXPECT_EQ(error_of("DefaultPricePerGpuHour=-1\nNodeName=n1\n"),
+              "m2g.conf:1: DefaultPricePerGpuHour=-1 is not valid; expected the price of one GPU-hour as a number "
+              "from 0 to 1000000, e.g. 0.25 (0: no cost shown)");
 }
 
 TEST(ConfigErrors, EnergyPriceValues)

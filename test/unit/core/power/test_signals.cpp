@@ -230,7 +230,7 @@ TEST(SignalsParse, VendorExtensionKeysAreIgnoredEverywhere)
     // An "x" key without the dash is not an extension.
     EXPECT_EQ(err(feed("\"xsite\": 1")),
               "signals.json: xsite: unknown key; accepted at the top level: schema, generated_at, source, power, "
-              "thermal, events, maintenance, health (keys starting with \"x-\" are ignored)");
+              "thermal, events, openadr_events, maintenance, health (keys starting with \"x-\" are ignored)");
 }
 
 TEST(SignalsParse, ShippedExampleIsValid)
@@ -301,7 +301,7 @@ TEST(SignalsParse, UnknownKeysAtEveryLevel)
     const std::string x = " (keys starting with \"x-\" are ignored)";
     EXPECT_EQ(err(feed("\"evnets\": []")),
               "signals.json: evnets: unknown key; accepted at the top level: schema, generated_at, source, power, "
-              "thermal, events, maintenance, health" + x);
+              "thermal, events, openadr_events, maintenance, health" + x);
     EXPECT_EQ(err(feed("\"power\": {\"sites\": {}}")),
               "signals.json: power.sites: unknown key; accepted in power: site, rows, racks" + x);
     EXPECT_EQ(err(feed("\"power\": {\"site\": {\"budget\": 1}}")),
@@ -312,7 +312,7 @@ TEST(SignalsParse, UnknownKeysAtEveryLevel)
               "signals.json: thermal.r01n01.temp: unknown key; accepted in thermal.r01n01: gpu_temp_c, state" + x);
     EXPECT_EQ(err(feed("\"events\": [{" + kEvent + ", \"curtail_pct\": 5, \"reason\": \"DR\"}]")),
               "signals.json: events[0].reason: unknown key; accepted in events[0]: id, start, end, curtail_pct, "
-              "curtail_kw, scope" + x);
+              "curtail_kw, limit_kw, scope" + x);
     EXPECT_EQ(err(feed("\"maintenance\": [{" + kEvent + ", \"nodes\": \"r01n01\", \"why\": \"\"}]")),
               "signals.json: maintenance[0].why: unknown key; accepted in maintenance[0]: id, start, end, nodes, "
               "racks, reason" + x);
@@ -353,8 +353,8 @@ TEST(SignalsParse, WrongTypesSayWhatWasExpected)
               "signals.json: thermal.r01n01.state: expected a string, got the number 3");
     EXPECT_EQ(err(feed("\"events\": {}")), "signals.json: events: expected an array of events, got an object");
     EXPECT_EQ(err(feed("\"events\": [\"dr-1\"]")),
-              "signals.json: events[0]: expected an event object with id, start, end, curtail_pct or curtail_kw, "
-              "scope, got the string \"dr-1\"");
+              "signals.json: events[0]: expected an event object with id, start, end, curtail_pct or curtail_kw or "
+              "limit_kw, scope, got the string \"dr-1\"");
     EXPECT_EQ(err(feed("\"events\": [{\"id\": 1, \"start\": 1, \"end\": 2, \"curtail_kw\": 1}]")),
               "signals.json: events[0].id: expected a non-empty string, got the number 1");
     EXPECT_EQ(err(feed("\"events\": [{" + kEvent + ", \"curtail_pct\": \"25%\"}]")),
@@ -435,9 +435,16 @@ TEST(SignalsParse, ThermalNeedsAReadingAndAKnownState)
 TEST(SignalsParse, CurtailmentIsExactlyOneOfPctAndKwInRange)
 {
     EXPECT_EQ(err(feed("\"events\": [{" + kEvent + ", \"curtail_pct\": 10, \"curtail_kw\": 50}]")),
-              "signals.json: events[0]: both curtail_pct and curtail_kw; give exactly one");
+              "signals.json: events[0]: more than one of curtail_pct, curtail_kw and limit_kw; give exactly one");
+    EXPECT_EQ(err(feed("\"events\": [{" + kEvent + ", \"limit_kw\": 10, \"curtail_kw\": 50}]")),
+              "signals.json: events[0]: more than one of curtail_pct, curtail_kw and limit_kw; give exactly one");
     EXPECT_EQ(err(feed("\"events\": [{" + kEvent + "}]")),
-              "signals.json: events[0]: no curtailment; give curtail_pct (0 < pct <= 100) or curtail_kw (> 0)");
+              "signals.json: events[0]: no curtailment; give curtail_pct (0 < pct <= 100), curtail_kw (> 0) or "
+              "limit_kw (>= 0, the most the scope may draw)");
+    EXPECT_EQ(err(feed("\"events\": [{" + kEvent + ", \"limit_kw\": -1}]")),
+              "signals.json: events[0].limit_kw: expected a number >= 0 (kW, the most the scope may draw), got the "
+              "number -1");
+    EXPECT_EQ(err(feed("\"events\": [{" + kEvent + ", \"limit_kw\": 0}]")), "ok");
     EXPECT_EQ(err(feed("\"events\": [{" + kEvent + ", \"curtail_pct\": 100.5}]")),
               "signals.json: events[0].curtail_pct: 100.5 is out of range; accepted: 0 < curtail_pct <= 100");
     EXPECT_EQ(err(feed("\"events\": [{" + kEvent + ", \"curtail_pct\": 0}]")),
@@ -1287,4 +1294,134 @@ TEST_F(FeedTest, AFeedRewrittenInPlaceIsReadOnceItSettles)
     v = f.view(kNow + 2);
     EXPECT_EQ(v.state, FeedState::Fresh);
     EXPECT_EQ(v.snap->source, "two");
+}
+
+// ---- limits and OpenADR 3 events -------------------------------------------------------
+
+TEST(EffectiveBudget, ALimitIsACeilingAndBindsWithoutABudget)
+{
+    const Model& m = model();
+    const Signals s = parse_signals(
+        feed("\"events\": [{\"id\": \"a\", \"start\": 1, \"end\": 2000000000, \"curtail_kw\": 200},"
+             " {\"id\": \"l\", \"start\": 1, \"end\": 2000000000, \"limit_kw\": 900},"
+             " {\"id\": \"r\", \"start\": 1, \"end\": 2000000000, \"limit_kw\": 50, \"scope\": \"rack:nvl02\"}]"),
+        "f", m, kNow);
+    EXPECT_EQ(effective_budget_kw(m, &s, EventScope::Site, kNone, kNow), 900);  // min(1200 - 200, 900)
+    EXPECT_EQ(effective_budget_kw(m, &s, EventScope::Rack, m.find_domain("nvl02"), kNow), 50);
+    EXPECT_EQ(effective_budget_kw(m, &s, EventScope::Rack, m.find_domain("nvl01"), kNow), 132);
+    EXPECT_EQ(event_cut_text(s.events[1]), "at most 900 kW");
+    EXPECT_EQ(event_cut_text(s.events[0]), "-200 kW");
+    // No budget anywhere: the limit alone binds, while it lasts; lowest_budget_kw sees it coming.
+    const Model none = build_model(parse_m2g_conf("NodeName=n[1-2] Gpus=4\nSwitchName=s Nodes=n[1-2]\n", "m2g.conf"));
+    const Signals t = parse_signals(
+        feed("\"events\": [{\"id\": \"l\", \"start\": \"2026-11-29T22:00:00Z\", \"end\": \"2026-11-29T23:00:00Z\", "
+             "\"limit_kw\": 3}]"),
+        "f", none, kNow);
+    EXPECT_EQ(effective_budget_kw(none, &t, EventScope::Site, kNone, kNow), -1);
+    EXPECT_EQ(effective_budget_kw(none, &t, EventScope::Site, kNone, kNow + 3600), 3);
+    const CurtailmentEvent* up = nullptr;
+    EXPECT_EQ(lowest_budget_kw(none, &t, EventScope::Site, kNone, kNow, kNow + 7200, &up), 3);
+    ASSERT_NE(up, nullptr);
+    EXPECT_EQ(up->id, "l");
+    EXPECT_EQ(lowest_budget_kw(none, &t, EventScope::Site, kNone, kNow, kNow + 1800, &up), -1);
+}
+
+namespace {
+
+// An OpenADR 3 event as a VTN serves it, with `intervals` and `descriptor` units.
+std::string adr_event(const std::string& intervals, const std::string& units = "\"KW\"",
+                      const std::string& period = R"({"start": "2026-11-29T22:00:00Z", "duration": "PT1H"})")
+{
+    return R"({"id": "ev-7", "createdDateTime": "2026-11-29T20:00:00Z", "modificationDateTime": "2026-11-29T20:00:00Z",
+        "objectType": "EVENT", "programID": "grid-dr", "eventName": "evening peak",
+        "payloadDescriptors": [{"objectType": "EVENT_PAYLOAD_DESCRIPTOR", "payloadType": "IMPORT_CAPACITY_LIMIT",
+                                "units": )" + units + R"(}],
+        "intervalPeriod": )" + period + R"(, "intervals": )" + intervals + "}";
+}
+
+}  // namespace
+
+TEST(SignalsParse, OpenADRImportCapacityLimitsBecomeSiteLimitEvents)
+{
+    const Model& m = model();
+    const Signals s = parse_signals(
+        feed("\"events\": [{" + kEvent + ", \"curtail_pct\": 10}], \"openadr_events\": [" +
+             adr_event(R"([{"id": 0, "payloads": [{"type": "IMPORT_CAPACITY_LIMIT", "values": [800]}]},
+                           {"id": 1, "payloads": [{"type": "IMPORT_CAPACITY_LIMIT", "values": [600.5]}]},
+                           {"id": 5, "intervalPeriod": {"start": "2026-11-30T02:00:00Z", "duration": "PT30M"},
+                            "payloads": [{"type": "IMPORT_CAPACITY_LIMIT", "values": [0]}]}])") +
+             "]"),
+        "f", m, kNow);
+    ASSERT_EQ(s.events.size(), 4u);
+    EXPECT_EQ(s.events[1].id, "ev-7/0");
+    EXPECT_EQ(format_utc(s.events[1].start), "2026-11-29T22:00:00Z");
+    EXPECT_EQ(format_utc(s.events[1].end), "2026-11-29T23:00:00Z");
+    EXPECT_EQ(s.events[1].limit_kw, 800);
+    EXPECT_EQ(s.events[2].id, "ev-7/1");  // follows the first, same duration
+    EXPECT_EQ(format_utc(s.events[2].start), "2026-11-29T23:00:00Z");
+    EXPECT_EQ(s.events[2].limit_kw, 600.5);
+    EXPECT_EQ(format_utc(s.events[3].start), "2026-11-30T02:00:00Z");  // its own period
+    EXPECT_EQ(format_utc(s.events[3].end), "2026-11-30T02:30:00Z");
+    EXPECT_EQ(s.events[3].limit_kw, 0);
+    EXPECT_EQ(s.events[3].scope, EventScope::Site);
+    // 1200 (m2g.conf) - 10% then the 800 kW ceiling.
+    EXPECT_EQ(effective_budget_kw(m, &s, EventScope::Site, kNone, kNow + 3600 + 60), 800);
+    // P9999Y: until further notice.
+    const Signals f = parse_signals(
+        feed("\"openadr_events\": [" +
+             adr_event(R"([{"id": 0, "payloads": [{"type": "IMPORT_CAPACITY_LIMIT", "values": [700]}]}])", "\"KW\"",
+                       R"({"start": "2026-11-29T22:00:00Z", "duration": "P9999Y"})") +
+             "]"),
+        "f", m, kNow);
+    EXPECT_EQ(f.events[0].end, kMaxTime);
+}
+
+TEST(SignalsParse, OpenADREventsRefuseWhatM2gDoesNotFollow)
+{
+    const std::string one = R"([{"id": 0, "payloads": [{"type": "IMPORT_CAPACITY_LIMIT", "values": [800]}]}])";
+    EXPECT_EQ(err(feed("\"openadr_events\": [" +
+                       adr_event(R"([{"id": 0, "payloads": [{"type": "PRICE", "values": [0.3]}]}])") + "]")),
+              "signals.json: openadr_events[0].intervals[0].payloads[0].type: \"PRICE\" is not acted on; m2g follows "
+              "IMPORT_CAPACITY_LIMIT (the most the site may import) only: leave other payload types out of the feed");
+    EXPECT_EQ(err(feed("\"openadr_events\": [" + adr_event(one, "\"KWH\"") + "]")),
+              "signals.json: openadr_events[0].payloadDescriptors: units \"KWH\" for IMPORT_CAPACITY_LIMIT are not "
+              "accepted; accepted: KW");
+    EXPECT_EQ(err(feed("\"openadr_events\": [" + adr_event(one, "\"KW\"", R"({"start": "0001-01-01T00:00:00Z",
+                       "duration": "PT1H"})") + "]")),
+              "signals.json: openadr_events[0].intervalPeriod.start: \"0001-01-01T00:00:00Z\" (OpenADR's 'now') is "
+              "not accepted; m2g needs the absolute start the VTN means, as an RFC 3339 time");
+    EXPECT_EQ(err(feed("\"openadr_events\": [" + adr_event(one, "\"KW\"", R"({"start": "2026-11-29T22:00:00Z",
+                       "duration": "P1M"})") + "]")),
+              "signals.json: openadr_events[0].intervalPeriod.duration: \"P1M\": years and months are not accepted "
+              "(their length depends on the date); give weeks, days, hours, minutes or seconds, or P9999Y for until "
+              "further notice");
+    EXPECT_EQ(err(feed("\"openadr_events\": [" +
+                       adr_event(R"([{"id": 0, "payloads": [{"type": "IMPORT_CAPACITY_LIMIT", "values": [-5]}]}])") +
+                       "]")),
+              "signals.json: openadr_events[0].intervals[0].payloads[0].values[0]: expected a number >= 0 (kW, the "
+              "most the site may import), got the number -5");
+    EXPECT_EQ(err(feed("\"openadr_events\": {}")),
+              "signals.json: openadr_events: expected an array of OpenADR 3 event objects, got an object");
+}
+
+TEST(IsoDuration, OpenADRDurationsReadAndWritten)
+{
+    double s = 0;
+    EXPECT_EQ(parse_iso_duration("PT15M", &s), "");
+    EXPECT_EQ(s, 900);
+    EXPECT_EQ(parse_iso_duration("P1DT2H30M0.5S", &s), "");
+    EXPECT_EQ(s, 86400 + 9000 + 0.5);
+    EXPECT_EQ(parse_iso_duration("P2W", &s), "");
+    EXPECT_EQ(s, 2 * 604800);
+    EXPECT_EQ(parse_iso_duration("P9999Y", &s), "");
+    EXPECT_EQ(s, kForever);
+    EXPECT_NE(parse_iso_duration("PT", &s), "");
+    EXPECT_NE(parse_iso_duration("15M", &s), "");
+    EXPECT_NE(parse_iso_duration("PT1M1H", &s), "");  // out of order
+    EXPECT_NE(parse_iso_duration("PT1.5H", &s), "");
+    EXPECT_EQ(format_iso_duration(900), "PT15M");
+    EXPECT_EQ(format_iso_duration(5400), "PT1H30M");
+    EXPECT_EQ(format_iso_duration(86400), "P1D");
+    EXPECT_EQ(format_iso_duration(90061), "P1DT1H1M1S");
+    EXPECT_EQ(format_iso_duration(0), "PT0S");
 }

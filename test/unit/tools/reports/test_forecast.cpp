@@ -14,6 +14,8 @@
 #include "core/power/admission.hpp"
 #include "tools/reports/explain.hpp"
 #include "tools/reports/forecast.hpp"
+#include "tools/reports/openadr.hpp"
+#include "core/base/json.hpp"
 
 using namespace m2g;
 
@@ -253,4 +255,90 @@ TEST_F(ForecastTest, FlexibilityOfferShedsWithCurtailmentAndSaysWhenItCannot)
     EXPECT_EQ(parse_flex("25:90m", kNow).duration_s, 5400);
     for (const char* bad : {"25", "0%:1h", "120%:1h", "25%:-1h", "25%:3y", "x:1h"})
         EXPECT_THROW(parse_flex(bad, kNow), ParseError) << bad;
+}
+
+TEST_F(ForecastTest, FlexibilityOfferInMoneyAndItsStepSeries)
+{
+    staircase();
+    ForecastOptions o;
+    o.samples = 1;
+    o.horizon_s = 2 * kHour;
+    o.flex = {parse_flex("50%:1h", kNow + 5 * kMin)};
+    m.admission.curtail_mode = CurtailMode::Enforce;
+    Forecast f = make_forecast(m, c, SignalsView{}, kNow, o);
+    EXPECT_FALSE(f.flex[0].priced);  // no price in m2g.conf: no money
+    EXPECT_EQ(format_forecast(m, f, false).find("delay costs"), std::string::npos);
+    // Every job here is training: 4 per GPU-hour, energy 0.25 per kWh.
+    m.price_per_gpu_hour[static_cast<size_t>(WorkloadClass::Training)] = 4;
+    m.energy_price_per_kwh = 0.25;
+    m.energy_currency = "USD";
+    f = make_forecast(m, c, SignalsView{}, kNow, o);
+    const FlexOffer& x = f.flex[0];
+    ASSERT_TRUE(x.priced);
+    EXPECT_EQ(x.currency, "USD");
+    EXPECT_NEAR(x.delay_cost, 4 * (x.deferrable_delay_gpu_h + x.nondeferrable_delay_gpu_h), 1e-9);
+    EXPECT_GT(x.delay_cost, 0);
+    EXPECT_NEAR(x.energy_shifted_value, 0.25 * x.energy_shifted_kwh, 1e-9);
+    EXPECT_NEAR(x.breakeven_per_kwh, x.delay_cost / x.energy_shifted_kwh, 1e-9);
+    EXPECT_NE(format_forecast(m, f, false).find(" USD/kWh shed"), std::string::npos);
+    // One value per 15-min step of the hour; they add up to the energy shifted.
+    ASSERT_EQ(x.baseline_kw.size(), 4u);
+    ASSERT_EQ(x.shed_kw.size(), 4u);
+    double kwh = 0;
+    for (double s : x.shed_kw)
+        kwh += s * 0.25;
+    EXPECT_NEAR(kwh, x.energy_shifted_kwh, 1e-6);
+    const JsonPtr j = json_parse(format_forecast(m, f, true), "forecast");
+    json_object *flex = nullptr, *money = nullptr, *cur = nullptr;
+    ASSERT_TRUE(json_object_object_get_ex(j.get(), "flexibility", &flex));
+    ASSERT_TRUE(json_object_object_get_ex(json_object_array_get_idx(flex, 0), "money", &money));
+    ASSERT_TRUE(json_object_object_get_ex(money, "currency", &cur));
+    EXPECT_STREQ(json_object_get_string(cur), "USD");
+}
+
+TEST_F(ForecastTest, OpenADRReportsCarryTheBandsAndTheOffers)
+{
+    staircase();
+    ForecastOptions o;
+    o.samples = 1;
+    o.horizon_s = kHour;
+    o.flex = {parse_flex("50%:40m", kNow + 5 * kMin)};
+    m.admission.curtail_mode = CurtailMode::Enforce;
+    const Forecast f = make_forecast(m, c, SignalsView{}, kNow, o);
+    OpenADRReportOptions ro;
+    ro.event_id = "dr-2026-12";
+    const JsonPtr j = json_parse(openadr_reports(m, f, ro), "reports");
+    ASSERT_TRUE(json_object_is_type(j.get(), json_type_array));
+    ASSERT_EQ(json_object_array_length(j.get()), 2u);  // usage forecast, one offer
+    auto get = [](json_object* obj, const char* k) {
+        json_object* v = nullptr;
+        EXPECT_TRUE(json_object_object_get_ex(obj, k, &v)) << k;
+        return v;
+    };
+    json_object* usage = json_object_array_get_idx(j.get(), 0);
+    EXPECT_STREQ(json_object_get_string(get(usage, "eventID")), "dr-2026-12");
+    EXPECT_STREQ(json_object_get_string(get(usage, "clientName")), m.cluster_name.empty() ? "m2g" : m.cluster_name.c_str());
+    json_object* res = get(usage, "resources");
+    ASSERT_EQ(json_object_array_length(res), f.bands.size());  // site, rows, racks
+    json_object* site = json_object_array_get_idx(res, 0);
+    json_object* ivs = get(site, "intervals");
+    ASSERT_EQ(json_object_array_length(ivs), f.bands[0].p50.size());
+    json_object* pl0 = json_object_array_get_idx(get(json_object_array_get_idx(ivs, 0), "payloads"), 0);
+    EXPECT_STREQ(json_object_get_string(get(pl0, "type")), "USAGE_FORECAST");
+    EXPECT_NEAR(json_object_get_double(json_object_array_get_idx(get(pl0, "values"), 0)), f.bands[0].p50[0] * 0.25,
+                1e-3);  // kWh in 15 min
+    EXPECT_STREQ(json_object_get_string(get(get(site, "intervalPeriod"), "duration")), "PT15M");
+    // The offer: 40 min = two 15-min steps and a 10-min one that says so.
+    json_object* offer = json_object_array_get_idx(j.get(), 1);
+    json_object* oiv = get(json_object_array_get_idx(get(offer, "resources"), 0), "intervals");
+    ASSERT_EQ(json_object_array_length(oiv), 3u);
+    json_object* last = json_object_array_get_idx(oiv, 2);
+    EXPECT_STREQ(json_object_get_string(get(get(last, "intervalPeriod"), "duration")), "PT10M");
+    json_object* pls = get(json_object_array_get_idx(oiv, 0), "payloads");
+    EXPECT_STREQ(json_object_get_string(get(json_object_array_get_idx(pls, 0), "type")), "BASELINE");
+    EXPECT_STREQ(json_object_get_string(get(json_object_array_get_idx(pls, 1), "type")), "LOAD_SHED_DELTA_AVAILABLE");
+    EXPECT_NEAR(json_object_get_double(json_object_array_get_idx(get(json_object_array_get_idx(pls, 1), "values"), 0)),
+                -std::max(0.0, f.flex[0].shed_kw[0]), 1e-3);  // a decrease in load
+    ro.event_id = "bad id!";
+    EXPECT_THROW(openadr_reports(m, f, ro), Error);
 }

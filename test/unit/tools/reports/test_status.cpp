@@ -578,6 +578,7 @@ TEST_F(QueueTest, JsonHasTheSameFacts)
           "{\"scope\":\"site\",\"name\":\"site\",\"budget_kw\":1200.0,\"effective_kw\":900.0,\"draw_kw\":700.0,"
           "\"headroom_kw\":200.0}",
           "{\"id\":\"dr-rack\",\"scope\":\"rack\",\"scope_name\":\"nvl03\",\"curtail_pct\":null,\"curtail_kw\":32.0,"
+          "\"limit_kw\":null,"
           "\"start\":\"2026-11-29T19:00:00Z\",\"end\":\"2026-11-29T22:00:00Z\"}",
           "{\"class\":\"training\",\"pending\":2,\"deferred\":2,\"running\":1,\"gpus_pending\":24,\"gpus_running\":68}",
           "\"deferred:event\":1", "\"waiting:nvlink-domain\":1", "\"deferred_jobs\":5",
