@@ -42,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "exporter/operator_page.hpp"
 #include "m2g_config.h"
 #include "slurmapi/slurm_view.hpp"
 #include "core/model/config.hpp"
@@ -412,6 +413,11 @@ class Refresher {
         std::optional<m2g::StatsSnapshot> sel = read_stats(m, kw::kPluginSelect, sel_cond_, failed);
         std::optional<m2g::StatsSnapshot> adm = read_stats(m, kw::kPluginAdmission, adm_cond_, failed);
 
+        {
+            auto js = std::make_shared<const std::string>(m2g::format_status(m, st, true));
+            std::lock_guard<std::mutex> lk(last_mu_);
+            status_json_ = std::move(js);
+        }
         if (failed)
             ++self_.errors;
         else
@@ -435,6 +441,12 @@ class Refresher {
     {
         std::lock_guard<std::mutex> lk(last_mu_);
         return last_;
+    }
+    // The last refresh's status, as `m2g status --json` prints it.
+    std::shared_ptr<const std::string> status_json() const
+    {
+        std::lock_guard<std::mutex> lk(last_mu_);
+        return status_json_;
     }
 
   private:
@@ -504,6 +516,7 @@ class Refresher {
     std::shared_ptr<const m2g::Model> model_;
     mutable std::mutex last_mu_;
     std::shared_ptr<const State> last_;
+    std::shared_ptr<const std::string> status_json_;
     std::unique_ptr<m2g::SignalFeed> feed_;
     Self self_;
     Condition conf_cond_{"m2g.conf"}, slurm_cond_{"Slurm"}, status_cond_{"signals status file"},
@@ -515,9 +528,9 @@ class Refresher {
 struct Server {
     std::mutex mu;
     std::shared_ptr<const std::string> metrics;  // the last rendered exposition
+    std::shared_ptr<const std::string> status_json;  // the last refresh's status
     std::shared_ptr<const std::string> forecast_metrics, forecast_json;  // the last forecast's
     std::string forecast_off;  // why /forecast.json has nothing ("" once one is made)
-    std::string cluster;
 };
 
 const char* const kNotFound = "Not found. Metrics are at /metrics.\n";
@@ -534,21 +547,6 @@ MHD_Result respond(MHD_Connection* conn, unsigned status, const std::string& bod
     const MHD_Result ret = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
     return ret;
-}
-
-std::string html_escape(const std::string& s)
-{
-    std::string out;
-    for (char c : s) {
-        switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&quot;"; break;
-        default: out += c;
-        }
-    }
-    return out;
 }
 
 MHD_Result handle(void* cls, MHD_Connection* conn, const char* url, const char* method, const char*,
@@ -577,6 +575,14 @@ MHD_Result handle(void* cls, MHD_Connection* conn, const char* url, const char* 
         }
         return respond(conn, MHD_HTTP_OK, (text ? *text : std::string()) + (fc ? *fc : std::string()), kContentType);
     }
+    if (path == "/status.json") {
+        std::shared_ptr<const std::string> js;
+        {
+            std::lock_guard<std::mutex> lk(srv->mu);
+            js = srv->status_json;
+        }
+        return respond(conn, MHD_HTTP_OK, js ? *js : std::string("{}\n"), "application/json");
+    }
     if (path == "/forecast.json") {
         std::shared_ptr<const std::string> js;
         std::string why;
@@ -589,14 +595,8 @@ MHD_Result handle(void* cls, MHD_Connection* conn, const char* url, const char* 
             return respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "No forecast: " + why + "\n", "text/plain; charset=utf-8");
         return respond(conn, MHD_HTTP_OK, *js, "application/json");
     }
-    if (path == "/") {
-        const std::string page = "<!DOCTYPE html>\n<html><head><title>m2g exporter</title></head><body>\n"
-                                 "<h1>m2g exporter</h1>\n<p>Cluster " + html_escape(srv->cluster) +
-                                 ", m2g " PACKAGE_VERSION ".</p>\n<p><a href=\"/metrics\">Metrics</a>, "
-                                 "<a href=\"/forecast.json\">the last forecast</a></p>\n"
-                                 "</body></html>\n";
-        return respond(conn, MHD_HTTP_OK, page, "text/html; charset=utf-8");
-    }
+    if (path == "/")  // the operator page (operator_page.hpp), drawn from the two JSON above
+        return respond(conn, MHD_HTTP_OK, m2g_exporter::kOperatorPage, "text/html; charset=utf-8");
     return respond(conn, MHD_HTTP_NOT_FOUND, kNotFound, "text/plain; charset=utf-8");
 }
 
@@ -674,8 +674,8 @@ int main(int argc, char** argv)
         m2g::StopSignals stop_signals;  // before any thread starts
 
         Server srv;
-        srv.cluster = refresher.model().cluster_name.empty() ? "(unnamed)" : refresher.model().cluster_name;
         srv.metrics = std::make_shared<const std::string>(refresher.refresh());
+        srv.status_json = refresher.status_json();
 
         MHD_Daemon* d = MHD_start_daemon(
             MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG | (where.ipv6 ? MHD_USE_IPv6 : 0),
@@ -695,8 +695,10 @@ int main(int argc, char** argv)
 
         m2g::Periodic refresh(std::chrono::seconds(interval), [&] {
             auto text = std::make_shared<const std::string>(refresher.refresh());
+            auto status = refresher.status_json();
             std::lock_guard<std::mutex> lk(srv.mu);
             srv.metrics = std::move(text);
+            srv.status_json = std::move(status);
         });
         // The forecast: its own thread, from the last refresh, so that a
         // scrape never waits for it and never recomputes it.

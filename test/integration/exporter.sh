@@ -368,6 +368,125 @@ ok "grep -q '^m2g_forecast_pending_starts{within=\"never\"} ' '$T/m' && grep -q 
 sleep 2
 scrape || true
 is "$(val m2g_forecast_timestamp_seconds)" "$fc_at" "scrapes between two forecasts serve the same forecast (--forecast-interval 60; none per scrape)"
+
+# --- the operator page at /, in headless Chromium (Debian's package) ------------------------
+# The page draws itself from /status.json and /forecast.json; what it shows
+# (text and data-* attributes) must be what those say.
+cat >"$T/ui-check.py" <<'EOF'
+import json, math, sys
+from html.parser import HTMLParser
+
+class Page(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.els, self.stack = [], []
+    def handle_starttag(self, tag, attrs):
+        e = {"tag": tag, "a": dict(attrs), "text": "", "cells": []}
+        if self.stack and tag == "td":
+            for p in reversed(self.stack):
+                if p["tag"] == "tr":
+                    p["cells"].append(e)
+                    break
+        self.els.append(e)
+        if tag not in ("meta", "br", "img", "input", "link", "circle", "path", "polyline"):
+            self.stack.append(e)
+    def handle_endtag(self, tag):
+        while self.stack:
+            if self.stack.pop()["tag"] == tag:
+                break
+    def handle_data(self, data):
+        for e in self.stack:
+            e["text"] += data
+
+page = Page()
+page.feed(open(sys.argv[1]).read())
+st, fc = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+bad = []
+def want(cond, what):
+    if not cond:
+        bad.append(what)
+def num_eq(a, b):
+    return (a in ("", None) and b is None) or (a not in ("", None) and b is not None and abs(float(a) - float(b)) < 1e-6)
+body = [e for e in page.els if e["tag"] == "body"][0]
+want(body["a"].get("data-ready") == "1", "page not ready: data-ready=%r" % body["a"].get("data-ready"))
+want(body["a"].get("data-forecastmadeat", body["a"].get("data-forecast-made-at")) == str(fc["made_at_epoch"]),
+     "forecast made_at on the page %r, JSON %s" % (body["a"], fc["made_at_epoch"]))
+racks = {e["a"]["data-name"]: e for e in page.els if "rack" in e["a"].get("class", "").split()}
+want(sorted(racks) == sorted(d["name"] for d in st["domains"]), "racks %s vs %s" % (sorted(racks), [d["name"] for d in st["domains"]]))
+for d in st["domains"]:
+    r = racks.get(d["name"])
+    if not r:
+        continue
+    for k in ("gpus_used", "gpus_free", "gpus_degraded", "gpus_total"):
+        want(r["a"].get("data-" + k.replace("_", "-")) == str(d[k]), "%s %s: page %r, JSON %s" % (d["name"], k, r["a"].get("data-" + k.replace("_", "-")), d[k]))
+    want(r["a"].get("data-jobs") == ",".join(str(j) for j in d["jobs"]), "%s jobs: page %r, JSON %s" % (d["name"], r["a"].get("data-jobs"), d["jobs"]))
+    shown = "%d used · %d free · %d degraded of %d GPUs" % (d["gpus_used"], d["gpus_free"], d["gpus_degraded"], d["gpus_total"])
+    want(shown in r["text"], "%s shows %r, not %r" % (d["name"], r["text"], shown))
+    for j in d["jobs"]:
+        want(str(j) in r["text"], "%s does not show job %s" % (d["name"], j))
+site = [p for p in st["power"] if p["scope"] == "site"][0]
+ids = {e["a"]["id"]: e for e in page.els if "id" in e["a"]}
+want(num_eq(ids["site-draw"]["a"].get("data-kw"), site["draw_kw"]), "site draw %r vs %s" % (ids["site-draw"]["a"], site["draw_kw"]))
+want(num_eq(ids["site-budget"]["a"].get("data-kw"), site["effective_kw"]), "site budget %r vs %s" % (ids["site-budget"]["a"], site["effective_kw"]))
+b = [x for x in fc["power"] if x["scope"] == "site"][0]
+rows = [e for e in page.els if e["tag"] == "tr" and e["a"].get("class") == "band"]
+per_hour = max(1, round(3600 / fc["step_s"]))
+want(len(rows) == math.ceil(len(b["p50_kw"]) / per_hour), "%d band rows for %d points" % (len(rows), len(b["p50_kw"])))
+for r in rows:
+    k = int(r["a"]["data-k"])
+    for q in ("p10", "p50", "p90"):
+        want(num_eq(r["a"]["data-" + q], b[q + "_kw"][k]), "band %d %s: page %s, JSON %s" % (k, q, r["a"]["data-" + q], b[q + "_kw"][k]))
+    want([c["text"] for c in r["cells"]][2] == "%.1f" % b["p50_kw"][k], "band %d P50 shown %r, JSON %s" % (k, [c["text"] for c in r["cells"]], b["p50_kw"][k]))
+flex = [e for e in page.els if e["tag"] == "tr" and e["a"].get("class") == "flex"]
+want(len(flex) == len(fc["flexibility"]), "%d flexibility rows, JSON %d" % (len(flex), len(fc["flexibility"])))
+for r, o in zip(flex, fc["flexibility"]):
+    want(num_eq(r["a"]["data-kw"], o["shed_mean_kw"]) and r["a"]["data-met"] == ("1" if o["met"] else "0")
+         and r["cells"][2]["text"] == "%.1f" % o["shed_mean_kw"],
+         "flex %s%%/%sh: page %r %r, JSON %s %s" % (o["depth_pct"], o["duration_s"] / 3600, r["a"], [c["text"] for c in r["cells"]], o["shed_mean_kw"], o["met"]))
+jobs = [e for e in page.els if e["tag"] == "tr" and e["a"].get("class") == "job"]
+want([int(e["a"]["data-job"]) for e in jobs] == [j["job"] for j in fc["jobs"]], "pending jobs on the page %s, JSON %s" % ([e["a"]["data-job"] for e in jobs], [j["job"] for j in fc["jobs"]]))
+want(fc["running"] > 0 and max(b["p50_kw"]) > 0, "the forecast has no running jobs or no power: running %s" % fc["running"])
+want(any(e["tag"] == "path" for e in page.els) and any(e["tag"] == "polyline" for e in page.els), "no chart drawn")
+want(not [e for e in page.els if e["tag"] in ("script", "link", "img") and (e["a"].get("src") or e["a"].get("href"))],
+     "the page loads an external asset")
+print("; ".join(bad) if bad else "ok: %d racks, %d band rows, %d offers, %d pending jobs, site draw and budget" % (len(racks), len(rows), len(flex), len(jobs)))
+EOF
+CHROMIUM=$(command -v chromium || true)
+if [[ -z $CHROMIUM ]]; then
+	ok 1 "chromium is installed (contrib/m2g-bootstrap installs Debian's chromium): the operator page is not checked"
+else
+	chrome() {
+		timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \
+			--user-data-dir="$T/chromium" --virtual-time-budget=15000 "$@" 2>>"$T/chromium.err"
+	}
+	# An exporter of its own, started now that jobs run, so that its first
+	# forecast has them; --forecast-interval 3600: that forecast stays.
+	start_exporter UI --listen 127.0.0.1:0 --interval 1 --forecast-interval 3600 || true
+	UI_URL=http://127.0.0.1:$(sed -nE 's|.*serving http://127\.0\.0\.1:([0-9]+)/metrics.*|\1|p' "$T/UI.err" 2>/dev/null || true)
+	ui_forecast() { curl -sf --max-time 5 "$UI_URL/forecast.json" >"$T/ui-forecast.json"; }
+	tb_wait_for "the page's exporter has made its forecast" 60 ui_forecast || true
+	# The page, then the JSON it was drawn from; a forecast made in between
+	# shows as another made_at: take both again.
+	for try in 1 2 3; do
+		chrome --dump-dom "$UI_URL/" >"$T/ui.html" || true
+		curl -sf "$UI_URL/status.json" >"$T/ui-status.json" || true
+		curl -sf "$UI_URL/forecast.json" >"$T/ui-forecast.json" || true
+		made=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["made_at_epoch"])' "$T/ui-forecast.json" 2>/dev/null || true)
+		grep -q "data-forecast-made-at=\"$made\"" "$T/ui.html" && break
+	done
+	res=$(python3 "$T/ui-check.py" "$T/ui.html" "$T/ui-status.json" "$T/ui-forecast.json" 2>&1 | tail -1)
+	ok "[[ '${res//\'/}' == ok:* ]]" \
+		"operator page in headless Chromium shows what /status.json and /forecast.json say: $res"
+	[[ $res == ok:* ]] || { diag "$res"; tail -5 "$T/chromium.err" | sed 's/^/#   /'; }
+	rm -f "$T/ui.png"
+	chrome --window-size=1600,1200 --screenshot="$T/ui.png" "$UI_URL/" >/dev/null || true
+	size=$(python3 -c 'import struct,sys; d=open(sys.argv[1],"rb").read(); print("%dx%d %d" % (struct.unpack(">II", d[16:24]) + (len(d),)) if d[:8] == b"\x89PNG\r\n\x1a\n" else "not a PNG")' "$T/ui.png" 2>&1 || true)
+	ok "[[ '$size' == 1600x1200\ * && \${size#* } -gt 20000 ]]" "a screenshot of the operator page: a 1600x1200 PNG with content ($size bytes)"
+	# M2G_ARTIFACTS=DIR keeps the page, its JSON and the screenshot for people to look at.
+	[[ -n ${M2G_ARTIFACTS:-} ]] && mkdir -p "$M2G_ARTIFACTS" &&
+		cp -f "$T/ui.png" "$T/ui.html" "$T/ui-status.json" "$T/ui-forecast.json" "$M2G_ARTIFACTS/" 2>/dev/null || true
+	stop_exporter "$UI_PID" || true
+fi
 diag "scrape excerpt:" $(grep -E '^m2g_(domain_gpus\{domain="nvl'"$rackA"'"|queue_jobs\{class="training"|pending_jobs|decisions_total|nvlink_containment|signals_age|decision_duration_seconds_(bucket|count)\{plugin="admission")' "$T/m" | tr ' ' '=')
 
 # --- a degraded domain, then a stale feed ---------------------------------------------------

@@ -148,6 +148,13 @@ Status compute_status(const Model& m, const ClusterView& c, const SignalsView& v
                 ds.thermal = std::max(ds.thermal, s->thermal[n].state);
             }
         }
+        for (const JobView& j : c.jobs)
+            if ((j.state == JobState::Running || j.state == JobState::Completing) &&
+                std::any_of(j.node_idx.begin(), j.node_idx.end(), [&](int n) {
+                    return n >= 0 && static_cast<size_t>(n) < m.nodes.size() && m.nodes[n].domain == static_cast<int>(d);
+                }))
+                ds.jobs.push_back(j.id);
+        std::sort(ds.jobs.begin(), ds.jobs.end());
         ds.nvlink_fault = s && flag(s->health.domain_nvlink_fault, static_cast<int>(d));
         ds.budget_kw = effective_budget_kw(m, s, EventScope::Rack, static_cast<int>(d), now);
         ds.draw_kw = s && d < s->racks.size() ? s->racks[d].draw_kw : -1;
@@ -279,6 +286,10 @@ std::string status_json(const Model& m, const Status& s)
         add(e, "headroom_kw", d.power_known() ? jnum(d.headroom_kw) : nullptr);
         add(e, "temp_c", d.temp_c > 0 ? jnum(d.temp_c) : nullptr);
         add(e, "thermal", json_object_new_string(to_string(d.thermal)));
+        json_object* jobs = json_object_new_array();
+        for (uint32_t id : d.jobs)
+            json_object_array_add(jobs, json_object_new_int64(id));
+        add(e, "jobs", jobs);
         json_object_array_add(doms, e);
     }
     add(o.get(), "domains", doms);

@@ -84,6 +84,7 @@ struct DomainStatus {
     ThermalState thermal = ThermalState::Ok;
     bool maintenance_now = false;
     int nodes_total = 0;         // model nodes in the domain
+    std::vector<uint32_t> jobs;  // running (or completing) jobs with a node in it, by id
     bool power_known() const { return budget_kw >= 0 && draw_kw >= 0; }
 };
 

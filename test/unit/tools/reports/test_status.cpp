@@ -574,7 +574,7 @@ TEST_F(QueueTest, JsonHasTheSameFacts)
           "\"fragmentation\":0.467", "\"whole_free_domains\":3",
           "{\"name\":\"nvl03\",\"gpus_total\":72,\"gpus_used\":18,\"gpus_free\":54,\"gpus_degraded\":0,\"free_nodes\":9,"
           "\"nodes\":18,\"nvlink_fault\":false,\"maintenance_now\":false,\"budget_kw\":100.0,\"draw_kw\":60.0,"
-          "\"headroom_kw\":40.0,\"temp_c\":null,\"thermal\":\"ok\"}",
+          "\"headroom_kw\":40.0,\"temp_c\":null,\"thermal\":\"ok\",\"jobs\":[",
           "{\"scope\":\"site\",\"name\":\"site\",\"budget_kw\":1200.0,\"effective_kw\":900.0,\"draw_kw\":700.0,"
           "\"headroom_kw\":200.0}",
           "{\"id\":\"dr-rack\",\"scope\":\"rack\",\"scope_name\":\"nvl03\",\"curtail_pct\":null,\"curtail_kw\":32.0,"
@@ -1123,4 +1123,21 @@ TEST_F(StatusTest, ExplainClassifiesByTheTypedCause)
                          "strict:nvlink.");
     EXPECT_EQ(e.suggestions,
               (Strings{"ask for --m2g-topology=prefer (takes the best placement after PreferWaitSec=300 s)"}));
+}
+
+TEST_F(StatusTest, EachDomainListsTheJobsRunningInIt)
+{
+    JobView& a = job(101, JobState::Running, WorkloadClass::Training, 72, kPlaced);
+    a.node_idx = m.domains[1].nodes;
+    JobView& b = job(9, JobState::Running, WorkloadClass::Training, 8, "");
+    b.node_idx = {m.domains[3].nodes[17], m.domains[4].nodes[0]};
+    JobView& p = job(12, JobState::Pending, WorkloadClass::Training, 8, "");
+    p.node_idx = {m.domains[1].nodes[0]};  // not running: not listed
+    const Status st = compute_status(m, c, SignalsView{}, kNow);
+    EXPECT_EQ(st.domains[1].jobs, (std::vector<uint32_t>{101}));
+    EXPECT_EQ(st.domains[3].jobs, (std::vector<uint32_t>{9}));
+    EXPECT_EQ(st.domains[4].jobs, (std::vector<uint32_t>{9}));
+    EXPECT_TRUE(st.domains[0].jobs.empty());
+    EXPECT_NE(format_status(m, st, true).find("\"name\":\"nvl02\""), std::string::npos);
+    EXPECT_NE(format_status(m, st, true).find("\"jobs\":[101]"), std::string::npos);
 }
