@@ -138,9 +138,13 @@ ok "py \"(lambda x: x['money'] is not None and x['money']['currency'] == 'EUR' a
 	"forecast --flex in money: delay at DefaultPricePerGpuHour=2, energy shifted at EnergyPricePerKWh=0.25 EUR"
 ADR=${M2G_OPENADR_DIR:-$(cd "$SRC/.." && pwd)/shared/deps/openadr3-3.1.0}
 rc=0; "$M2G" forecast --openadr --openadr-event dr-test-1 --flex 25%:1h --flex-start now+10m >"$T/fc-adr.json" 2>"$T/fc-adr.err" || rc=$?
-why=$(python3 "$SRC/test/tools/validate-openadr.py" "$ADR" reports "$T/fc-adr.json" 2>&1) || rc=$?
-ok "$rc" "forecast --openadr: reportRequest objects valid against OpenADR 3.1.0 (openadr3.yaml and its enumerations, in place)"
-if [[ $rc != 0 ]]; then diag "$why"; show "$T/fc-adr.err"; fi
+if [[ -r $ADR/openadr3.yaml ]]; then
+	why=$(python3 "$SRC/test/tools/validate-openadr.py" "$ADR" reports "$T/fc-adr.json" 2>&1) || rc=$?
+	ok "$rc" "forecast --openadr: reportRequest objects valid against OpenADR 3.1.0 (openadr3.yaml and its enumerations, in place)"
+	if [[ $rc != 0 ]]; then diag "$why"; show "$T/fc-adr.err"; fi
+else
+	skip "forecast --openadr against OpenADR 3.1.0" "no OpenADR definition at $ADR (../shared/deps; M2G_OPENADR_DIR)"
+fi
 ok "py \"len(d) == 2 and d[0]['eventID'] == 'dr-test-1' and d[0]['payloadDescriptors'][0]['payloadType'] == 'USAGE_FORECAST' and len(d[0]['resources']) == len(json.load(open('$T/fc-flex.json'))['power']) and len(d[0]['resources'][0]['intervals']) == 97 and len(d[1]['resources'][0]['intervals']) == 4 and [p['type'] for p in d[1]['resources'][0]['intervals'][0]['payloads']] == ['BASELINE', 'LOAD_SHED_DELTA_AVAILABLE']\" '$T/fc-adr.json'" \
 	"forecast --openadr: USAGE_FORECAST for the site, rows and racks (97 steps of 15 min), the offer's BASELINE and LOAD_SHED_DELTA_AVAILABLE in 4 steps"
 rc=0; "$M2G" forecast --openadr --openadr-event 'not an id' >/dev/null 2>"$T/fc-adr.err" || rc=$?
