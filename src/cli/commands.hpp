@@ -42,6 +42,7 @@ Command add_topology(CLI::App& app);  // topology validate|show|export|import|im
 Command add_recipe(CLI::App& app);    // recipe list|show|validate
 Command add_place(CLI::App& app);     // place
 Command add_simulate(CLI::App& app);  // simulate
+Command add_backtest(CLI::App& app);  // backtest (simulate.cpp)
 Command add_discover(CLI::App& app);  // discover node|fabric|merge
 Command add_signals(CLI::App& app);   // signals validate|show
 Command add_status(CLI::App& app);    // explain, status, job: a running Slurm

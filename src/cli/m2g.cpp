@@ -56,7 +56,7 @@ int main(int argc, char** argv)
     app.set_version_flag("--version", std::string("m2g ") + PACKAGE_VERSION);
     app.require_subcommand(1);
     // In the order `m2g --help` lists them.
-    const Command groups[] = {add_topology(app), add_recipe(app), add_place(app), add_simulate(app),
+    const Command groups[] = {add_topology(app), add_recipe(app), add_place(app), add_simulate(app), add_backtest(app),
                               add_discover(app), add_signals(app), add_status(app)};
 
     try {

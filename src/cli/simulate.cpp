@@ -1,5 +1,7 @@
 // m2g CLI: `m2g simulate` — replay a job trace on the model with one
-// placement policy (the simulator is src/tools/sim/, doc/simulator.md).
+// placement policy (the simulator is src/tools/sim/, doc/simulator.md) —
+// and `m2g backtest`: the forecast scored against such a replay
+// (src/tools/reports/backtest.hpp, doc/forecast.md).
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include "core/base/source.hpp"
 #include "core/model/config.hpp"
 #include "core/power/signals.hpp"
+#include "tools/reports/backtest.hpp"
 #include "tools/sim/sim.hpp"
 #include "tools/sim/trace.hpp"
 
@@ -159,7 +162,106 @@ void add_power_options(CLI::App* simulate, SimulateArgs& sim)
                        "curtailment: skip the second run with CurtailMode=off (no loss, slowdown or energy shifted)");
 }
 
+struct BacktestArgs {
+    std::string conf, trace, power_cdf, power_cluster = "kalos", over_request;
+    std::vector<std::string> class_shares;
+    BacktestOptions opts;
+    double every_min = 60, warmup_h = 24, window_h = 0, horizon_h = 6, step_min = 15;
+    bool json = false;
+};
+
+void run_backtest_cmd(const BacktestArgs& a)
+{
+    std::vector<std::string> warnings;
+    const std::string conf = resolve_conf_path(a.conf);
+    const Model m = load_model(conf, &warnings);
+    print_warnings(warnings, conf);
+    const Trace t = read_trace(a.trace);
+    BacktestOptions o = a.opts;
+    o.every_s = a.every_min * 60;
+    o.warmup_s = a.warmup_h * 3600;
+    o.window_s = a.window_h * 3600;
+    o.forecast.horizon_s = a.horizon_h * 3600;
+    o.forecast.step_s = a.step_min * 60;
+    for (const std::string& cs : a.class_shares) {
+        const size_t eq = cs.find('=');
+        char* end = nullptr;
+        const double pct = eq == std::string::npos ? 0 : std::strtod(cs.c_str() + eq + 1, &end);
+        if (eq == std::string::npos || eq == 0 || eq + 1 == cs.size() || *end)
+            throw ParseError("--class-share '" + cs + "': expected CLASS=PERCENT, e.g. inference=20");
+        o.truth.class_shares.emplace_back(cs.substr(0, eq), pct);
+    }
+    if (!a.over_request.empty()) {
+        const Trace swf = read_trace(a.over_request);
+        o.over_request = over_request_ratios(swf);
+        if (o.over_request.empty())
+            throw Error(a.over_request + ": no job with both a run time and a requested time (SWF fields 4 and 9)");
+        o.over_request_source = a.over_request + " (run time / requested time of " +
+                                std::to_string(o.over_request.size()) + " jobs)";
+    }
+    PowerCdf cdf;
+    if (!a.power_cdf.empty()) {
+        cdf = read_power_cdf(a.power_cdf, a.power_cluster);
+        o.truth.power = &cdf;
+        o.forecast.power = &cdf;
+    }
+    std::cout << format_backtest(run_backtest(m, t, o), a.json);
+}
+
 }  // namespace
+
+Command add_backtest(CLI::App& app)
+{
+    auto bt = std::make_shared<BacktestArgs>();
+    auto* sub = app.add_subcommand(
+        "backtest", "Score m2g forecast against a simulated trace: starts (vs Slurm's estimate and a naive one) "
+                    "and site power, forecast every --every minutes");
+    add_conf_option(sub, bt->conf, "--topology");
+    sub->add_option("--trace", bt->trace, "Philly CSV (../shared/data) or SWF (*.swf)")->required();
+    sub->add_option("--over-request", bt->over_request,
+                    "an SWF trace whose run time / requested time ratios give jobs without a time limit theirs "
+                    "(run time / a drawn ratio, rounded up to a minute)");
+    sub->add_option("--scale-gpus", bt->opts.truth.scale_gpus, "multiply every job's GPUs by K")
+        ->check(CLI::Range(1, 4096));
+    sub->add_option("--load", bt->opts.truth.load, "scale arrivals to this offered load (0: as recorded)")
+        ->check(CLI::Range(0.0, 1000.0));
+    sub->add_option("--seed", bt->opts.truth.seed,
+                    "the truth's power draws and same-second order (the forecasts draw with seeds 1..--samples)")
+        ->check(CLI::Range(uint64_t(0), uint64_t(1) << 40));
+    sub->add_option("--power-cdf", bt->power_cdf, "per-GPU power distribution (../shared/data/acme2023_power_thermal_cdf.csv)");
+    sub->add_option("--power-cluster", bt->power_cluster, "the CDF's cluster column to use (kalos or seren)");
+    sub->add_option("--class-share", bt->class_shares, "CLASS=PCT of jobs (by a hash of the id) get CLASS; repeatable");
+    sub->add_option("--samples", bt->opts.forecast.samples, "forecast runs for the bands (default 20)")
+        ->check(CLI::Range(1, 1000));
+    sub->add_option("--every", bt->every_min, "minutes between two forecasts (default 60)")->check(CLI::Range(1.0, 1e6));
+    sub->add_option("--warmup", bt->warmup_h, "hours of the trace before the first forecast (default 24)")
+        ->check(CLI::Range(0.0, 1e6));
+    sub->add_option("--window", bt->window_h, "hours of forecasts (default: up to the last submit)")
+        ->check(CLI::Range(0.0, 1e6));
+    sub->add_option("--min-queue", bt->opts.min_queue,
+                    "start the forecasts when at least this many jobs wait, after the warm-up (0: at once)")
+        ->check(CLI::Range(0, 10000000));
+    sub->add_option("--max-forecasts", bt->opts.max_forecasts, "stop after this many forecasts (0: none)")
+        ->check(CLI::Range(0, 1000000));
+    sub->add_option("--history", bt->opts.history,
+                    "run time / limit ratios of the last N jobs ended before each forecast (default 2000)")
+        ->check(CLI::Range(0, 10000000));
+    sub->add_option("--horizon", bt->horizon_h, "hours of power band per forecast (default 6)")
+        ->check(CLI::Range(0.25, 240.0));
+    sub->add_option("--step", bt->step_min, "minutes between two points of a band (default 15)")
+        ->check(CLI::Range(1.0, 1440.0));
+    sub->add_flag("--no-arrivals{false}", bt->opts.arrivals,
+                  "the forecasts expect no job to be submitted (default: the past days' submissions replayed)");
+    sub->add_flag("--no-measured-power{false}", bt->opts.measured_power,
+                  "the forecasts do not know the running jobs' draw now (default: as the node agents report it)");
+    add_json_flag(sub, bt->json);
+    return [bt, sub]() -> std::optional<int> {
+        if (!*sub)
+            return std::nullopt;
+        run_backtest_cmd(*bt);
+        return 0;
+    };
+}
 
 Command add_simulate(CLI::App& app)
 {

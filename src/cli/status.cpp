@@ -3,6 +3,8 @@
 // SLURM_CONF), judged by the core or run forward by the simulator.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <ctime>
 #include <iostream>
@@ -36,6 +38,7 @@ struct StatusArgs {
     // forecast
     std::string power_cdf, power_cluster = "kalos";
     int samples = 20;
+    double history_days = 0;
     double horizon_h = 24, step_min = 15;
     std::vector<std::string> flex;
     std::string flex_start;
@@ -126,7 +129,22 @@ void run_forecast(const StatusArgs& a, const Model& m, const ClusterView& c, con
     }
     if (a.openadr)
         check_openadr_object_id(a.adr.event_id, "--openadr-event");  // before the runs, not after
-    const Forecast f = make_forecast(m, c, signals, now, fo);
+    std::string history_note;
+    if (a.history_days > 0) {
+        // Accounting: run time / limit of the jobs that ended, and the
+        // submissions of the days before, replayed. Without slurmdbd the
+        // forecast still runs, on time limits alone, and says so.
+        try {
+            const int64_t days = static_cast<int64_t>(std::ceil(a.history_days));
+            fo.arrival_periods = static_cast<int>(std::max<int64_t>(1, days));
+            use_history(fo, load_accounting_since(m, now - days * 86400), now);
+        } catch (const UnreachableError& e) {
+            history_note = std::string("--history: ") + e.what() + "; forecasting on time limits, no arrivals";
+        }
+    }
+    Forecast f = make_forecast(m, c, signals, now, fo);
+    if (!history_note.empty())
+        f.notes.insert(f.notes.begin(), history_note);
     std::cout << (a.openadr ? openadr_reports(m, f, a.adr) : format_forecast(m, f, a.as_json));
 }
 
@@ -182,6 +200,11 @@ Command add_status(CLI::App& app)
         ->check(CLI::Range(0.25, 24.0 * 14));
     a->forecast->add_option("--step", a->step_min, "minutes between two points of the power bands (default 15)")
         ->check(CLI::Range(1.0, 24.0 * 60));
+    a->forecast->add_option("--history", a->history_days,
+                            "days of accounting (slurmdbd) to learn from: jobs end at the run time / time limit "
+                            "of those that ended, and the submissions of the days before arrive again (default 0: "
+                            "every job runs to its time limit and nothing arrives, Slurm's assumption)")
+        ->check(CLI::Range(0.0, 60.0));
     a->forecast->add_option("--flex", a->flex,
                             "what shedding DEPTH% of the site's GPU draw for DURATION would cost, e.g. 25%:3h "
                             "(repeatable)");

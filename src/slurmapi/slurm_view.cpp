@@ -519,4 +519,40 @@ std::optional<JobView> load_job_from_accounting(const Model& m, uint32_t job_id)
     return out;
 }
 
+std::vector<JobView> load_accounting_since(const Model& m, int64_t since)
+{
+    init_slurm();
+    slurm_conf_t* conf = nullptr;
+    if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS)
+        throw_ctld("loading its configuration");
+    const std::string cluster = str(conf->cluster_name);
+    free_conf(conf);
+    DbConn db;
+    uint16_t flags = 0;
+    db.conn = slurmdb_connection_get(&flags);
+    if (!db.conn)
+        throw UnreachableError(std::string("accounting (slurmdbd) cannot be reached for the job history: ") +
+                               slurm_error_text());
+    ListPtr clusters(slurm_list_create(nullptr));
+    if (!cluster.empty())
+        slurm_list_append(clusters.get(), const_cast<char*>(cluster.c_str()));
+    slurmdb_job_cond_t cond{};
+    cond.cluster_list = cluster.empty() ? nullptr : clusters.get();
+    cond.usage_start = static_cast<time_t>(since);
+    cond.usage_end = time(nullptr);
+    cond.flags = JOBCOND_FLAG_NO_STEP | JOBCOND_FLAG_NO_TRUNC;
+    cond.db_flags = SLURMDB_JOB_FLAG_NOTSET;
+    ListPtr recs(slurmdb_jobs_get(db.conn, &cond));
+    if (!recs)
+        throw UnreachableError(std::string("accounting (slurmdbd) refused the job history query: ") +
+                               slurm_error_text());
+    const uint32_t gpu_id = db_gpu_tres_id(db.conn);
+    std::vector<JobView> out;
+    SlurmListIter it = slurm_list_iterator_create(recs.get());
+    while (auto* rec = static_cast<slurmdb_job_rec_t*>(slurm_list_next(it)))
+        out.push_back(db_job_view(m, *rec, gpu_id));
+    slurm_list_iterator_destroy(it);
+    return out;
+}
+
 }  // namespace m2g

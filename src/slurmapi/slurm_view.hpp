@@ -38,5 +38,10 @@ std::optional<JobView> load_job(const Model& m, uint32_t job_id);
 // nullopt when accounting has no such job. Throws UnreachableError when
 // slurmdbd cannot be reached or refuses the query.
 std::optional<JobView> load_job_from_accounting(const Model& m, uint32_t job_id);
+// Every job accounting (slurmdbd) has of this cluster submitted, started or
+// ended since `since` (epoch s), as `sacct -S` lists them: for the forecast's
+// run times and arrivals (use_history(), forecast.hpp). Throws
+// UnreachableError when slurmdbd cannot be reached or refuses the query.
+std::vector<JobView> load_accounting_since(const Model& m, int64_t since);
 
 }  // namespace m2g

@@ -307,6 +307,13 @@ rc=0; "$M2G" job "$fin" >"$T/job2.txt" 2>"$T/job2.err" || rc=$?
 ok "[[ $rc == 0 ]] && grep -qi 'gpu-hours\\|gpu hours' '$T/job2.txt' && grep -q 'EUR' '$T/job2.txt'" "m2g job (text): GPU-hours and cost in EUR"
 diag "m2g job $fin:"; show "$T/job2.txt"
 
+# forecast --history: accounting's jobs teach it run times (the finished
+# job's run time / limit) and arrivals (today's submissions, replayed).
+rc=0; "$M2G" forecast --json --history 1 >"$T/fc-hist.json" 2>"$T/fc-hist.err" || rc=$?
+ok "[[ $rc == 0 ]] && py 'd[\"arrivals\"] >= 1 and d[\"runtime_history\"] >= 1 and not any(n.startswith(\"--history:\") for n in d[\"notes\"]) and any(\"ended before\" in n for n in d[\"notes\"])' '$T/fc-hist.json'" \
+	"forecast --history 1: run times from the jobs accounting saw end, its submissions replayed as arrivals"
+diag "$(python3 -c 'import json,sys; print("; ".join(json.load(open(sys.argv[1]))["notes"]))' "$T/fc-hist.json")"
+
 rc=0; "$M2G" explain "$fin" --json >"$T/x-done.json" 2>"$T/x-done.err" || rc=$?
 ok "[[ $rc == 0 ]] && py 'd[\"verdict\"] == \"done\"' '$T/x-done.json'" "explain of a job only accounting still has: verdict done"
 

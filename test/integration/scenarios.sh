@@ -16,7 +16,7 @@ T=$TB_TMP
 # --- results pages: one check, contrib/lib/results.sh -----------------------------
 # Every contrib script that writes doc/results/ sources it and refuses to start
 # from a dirty tree.
-for w in m2g-bench m2g-bench-admission m2g-bench-spank m2g-bench-testbed m2g-calibrate m2g-compare m2g-scenarios; do
+for w in m2g-bench m2g-bench-admission m2g-bench-forecast m2g-bench-spank m2g-bench-testbed m2g-calibrate m2g-compare m2g-scenarios; do
 	check "contrib/$w checks the tree with contrib/lib/results.sh" \
 		grep -q 'm2g_results_begin' "$SRC/contrib/$w"
 done
@@ -107,6 +107,20 @@ for p in m2g block block-seg tree-nvl; do
 done
 ok "grep -q '^Mean delay under Slurm.s backfill over EASY.s: from ' $bmd" "and says the range of the ratio"
 ok "grep -q -- '--backfill slurm' $bmd" "with the exact commands"
+# The forecast's backtest (issue 30) in small: KTH, 12 hourly forecasts,
+# two seeds; m2g, Slurm's estimate and the naive one scored side by side,
+# and the goals said plainly.
+fmd=$T/out/forecast-backtest.md
+ok "[[ -s $fmd ]]" "it writes forecast-backtest.md"
+for meth in m2g m2g-p50 slurm naive; do
+	ok "grep -Eq '^\| $meth \| [0-9]+.* \| [0-9]+.* \| [0-9.]+%.* \| [0-9.]+%.* \|' $fmd" \
+		"forecast-backtest.md scores $meth's start (median, p90, within 1 and 10 min)"
+done
+ok "grep -Eq '^\| measured, 1 h ahead \| [0-9.]+%' $fmd" "and the site power forecast 1 h ahead"
+ok "grep -Eq '^\| swf-kth \| m2g-p50: within 10 min >= 2x Slurm.s \| .* \| (\*\*yes\*\*|no) \|' $fmd" \
+	"and says whether each goal is met"
+ok "grep -q -- '^m2g backtest --topology test/fixtures/nvl72-8rack.conf --trace ../shared/data/swf/KTH' $fmd" \
+	"with the exact commands"
 for png in sim-placement-8rack.png sim-dr-25pct-3h.png; do
 	ok "[[ \$(head -c 8 $T/out/$png | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]]" "$png is a PNG"
 	w=$(od -An -tu1 -j16 -N8 "$T/out/$png" | awk '{print $3*256+$4 "x" $7*256+$8}')

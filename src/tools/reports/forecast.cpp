@@ -18,6 +18,7 @@
 #include "core/base/error.hpp"
 #include "core/base/hostlist.hpp"
 #include "core/base/keys.hpp"
+#include "core/base/text.hpp"
 #include "core/base/time.hpp"
 #include "core/job/annotation.hpp"
 #include "tools/reports/report_util.hpp"
@@ -29,6 +30,10 @@ using namespace reports;
 namespace {
 
 const char* const kAlternatives[] = {"strict:nvlink", "prefer:nvlink", "any"};
+
+// Job ids of the arrivals (ForecastOptions::past_submissions): above any
+// Slurm job id in use (MaxJobId is at most 0x03ff0000).
+constexpr uint32_t kArrivalId = 0x80000000u;
 
 // The --m2g-topology a job is placed with: what select/m2g recorded
 // (policy=), else its partition's default.
@@ -62,13 +67,40 @@ struct Built {
     Trace trace;
     std::vector<const JobView*> pending;  // forecast, in order
     int running = 0;
+    int arrivals = 0;  // replayed past submissions
     std::vector<std::string> notes;
 };
 
 // The trace of the cluster now. `override_id`'s topology is `override_topology`.
-Built build_trace(const Model& m, const ClusterView& c, int64_t now, const ForecastOptions& o, uint32_t override_id,
-                  const std::string& override_topology)
+// Run time as a share of the time limit (ForecastOptions::runtime_ratios,
+// ascending): for a job that has run `ran` of its limit (0 pending), the
+// median of the ratios above that (sample 0) or one drawn with sample `s`'s
+// stream for job `id`; 1 (its limit) when it has outrun every one.
+double ratio_for(const std::vector<double>& sorted, double ran, int sample, uint32_t id)
 {
+    const auto lo = std::upper_bound(sorted.begin(), sorted.end(), ran);
+    const size_t n = static_cast<size_t>(sorted.end() - lo);
+    if (n == 0)
+        return 1;
+    if (sample == 0)
+        return n % 2 ? lo[n / 2] : (lo[n / 2 - 1] + lo[n / 2]) / 2;
+    // splitmix64 of (sample, id): independent of order and of other jobs.
+    uint64_t z = (static_cast<uint64_t>(sample) << 32 | id) + 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return lo[static_cast<size_t>(z % n)];
+}
+
+// The trace of the cluster now. `override_id`'s topology is
+// `override_topology`. Each job's limit is what is left of its time limit;
+// its duration that (sample 0 without ratios: Slurm's assumption) or, with
+// o.runtime_ratios, its ratio's share of the limit (ratio_for).
+Built build_trace(const Model& m, const ClusterView& c, int64_t now, const ForecastOptions& o, uint32_t override_id,
+                  const std::string& override_topology, int sample = 0)
+{
+    std::vector<double> ratios = o.runtime_ratios;
+    std::sort(ratios.begin(), ratios.end());
     Built b;
     b.trace.format = "forecast";
     const double t0 = static_cast<double>(now);
@@ -104,9 +136,19 @@ Built build_trace(const Model& m, const ClusterView& c, int64_t now, const Forec
         TraceJob t;
         t.id = std::to_string(j.id);
         t.submit = t0;
-        t.duration = end - t0;
+        t.limit = end - t0;
+        t.duration = t.limit;
+        if (!ratios.empty() && j.state == JobState::Running && j.start_time > 0 && end > t0 + 1) {
+            const double limit = end - static_cast<double>(j.start_time), ran = t0 - static_cast<double>(j.start_time);
+            if (limit > 0) {
+                const double r = ratio_for(ratios, ran / limit, sample, j.id);
+                t.duration = std::clamp(r * limit - ran, 1.0, t.limit);
+            }
+        }
         t.gpus = per_node * n;
         t.running_on = j.node_idx;
+        if (j.measured_w_gpu > 0)
+            t.w_gpu = j.measured_w_gpu;
         JobIntent in = j.intent;
         apply_option(in, kw::kOptTopology, topology_of(m, j), now);
         t.intent = in;
@@ -122,8 +164,8 @@ Built build_trace(const Model& m, const ClusterView& c, int64_t now, const Forec
         TraceJob t;
         t.id = std::to_string(j->id);
         t.submit = std::max(t0, static_cast<double>(j->begin_time));
-        t.duration = j->time_limit_s > 0 ? static_cast<double>(j->time_limit_s) : o.unlimited_s;
-        t.limit = t.duration;
+        t.limit = j->time_limit_s > 0 ? static_cast<double>(j->time_limit_s) : o.unlimited_s;
+        t.duration = ratios.empty() ? t.limit : std::clamp(ratio_for(ratios, 0, sample, j->id) * t.limit, 1.0, t.limit);
         t.gpus = j->gpus;
         t.nodes = j->nodes;
         JobIntent in = j->intent;
@@ -131,6 +173,36 @@ Built build_trace(const Model& m, const ClusterView& c, int64_t now, const Forec
         t.intent = in;
         b.trace.jobs.push_back(std::move(t));
         b.pending.push_back(j);
+    }
+    // The arrivals: the past's submissions, one period back (or more, for a sample).
+    if (!o.past_submissions.empty()) {
+        int64_t earliest = now;
+        for (const auto& p : o.past_submissions)
+            earliest = std::min(earliest, p.submit);
+        const int64_t period = static_cast<int64_t>(std::llround(o.arrival_period_s));
+        int64_t k = sample == 0 ? 1 : 1 + (sample - 1) % std::max(1, o.arrival_periods);
+        while (k > 1 && earliest > now - k * period)
+            --k;
+        const int64_t from = now - k * period, to = from + static_cast<int64_t>(std::llround(o.horizon_s));
+        const std::string topo = m.policy_for("").default_topology;
+        for (size_t i = 0; i < o.past_submissions.size(); ++i) {
+            const auto& p = o.past_submissions[i];
+            if (p.submit < from || p.submit >= to || p.gpus <= 0)
+                continue;
+            const uint32_t id = kArrivalId + static_cast<uint32_t>(i);
+            TraceJob t;
+            t.id = std::to_string(id);
+            t.submit = std::max(t0, static_cast<double>(p.submit + k * period));
+            t.limit = p.time_limit_s > 0 ? static_cast<double>(p.time_limit_s) : o.unlimited_s;
+            t.duration = ratios.empty() ? t.limit : std::clamp(ratio_for(ratios, 0, sample, id) * t.limit, 1.0, t.limit);
+            t.gpus = p.gpus;
+            t.nodes = p.nodes;
+            JobIntent in = p.intent;
+            apply_option(in, kw::kOptTopology, topo, now);
+            t.intent = in;
+            b.trace.jobs.push_back(std::move(t));
+            ++b.arrivals;
+        }
     }
     if (no_gpus)
         b.notes.push_back(std::to_string(no_gpus) + " running jobs hold no GPUs: left out (their nodes' GPUs count as free)");
@@ -168,6 +240,7 @@ SimOptions sim_options(const Signals& tl, int64_t now)
     so.origin = static_cast<double>(now);
     so.timeline = &tl;
     so.backfill_slurm = true;  // Slurm's backfill plan (backfill.c), bf_window 1 day
+    so.time_limits_from_trace = true;  // it plans with time limits, whatever jobs run for
     so.curtail_baseline = false;
     so.record_site_power = true;
     return so;
@@ -347,11 +420,13 @@ FlexOffer flex_offer(const Model& m, const Trace& trace, const Signals& tl, cons
             continue;
         const SimJobResult& b = base.r.job_results[it->second];
         const uint32_t id = static_cast<uint32_t>(std::stoul(j.id));
-        if (j.caps > 0)
+        if (id >= kArrivalId)  // expected, not submitted: its delay counts, it has no id to act on
+            ;
+        else if (j.caps > 0)
             x.capped.push_back(id);
-        if (j.suspends > 0)
+        if (id < kArrivalId && j.suspends > 0)
             x.suspended.push_back(id);
-        if (j.requeues > 0)
+        if (id < kArrivalId && j.requeues > 0)
             x.requeued.push_back(id);
         if (b.end < 0 || j.end < 0)
             continue;
@@ -373,6 +448,31 @@ FlexOffer flex_offer(const Model& m, const Trace& trace, const Signals& tl, cons
 }
 
 }  // namespace
+
+void use_history(ForecastOptions& o, const std::vector<JobView>& past, int64_t now, size_t max_ratios)
+{
+    std::vector<std::pair<int64_t, double>> ended;  // (end, ratio)
+    const int64_t back = static_cast<int64_t>(std::llround(o.arrival_period_s)) * std::max(1, o.arrival_periods);
+    for (const JobView& j : past) {
+        if (j.state == JobState::Done && j.start_time > 0 && j.end_time > j.start_time && j.end_time <= now &&
+            j.time_limit_s > 0)
+            ended.emplace_back(j.end_time, std::clamp(static_cast<double>(j.end_time - j.start_time) /
+                                                          static_cast<double>(j.time_limit_s),
+                                                      1e-6, 1.0));
+        if (j.gpus > 0 && j.submit_time < now && j.submit_time >= now - back) {
+            ForecastOptions::PastSubmission p;
+            p.submit = j.submit_time;
+            p.gpus = j.gpus;
+            p.nodes = j.nodes;
+            p.time_limit_s = j.time_limit_s;
+            p.intent = j.intent;
+            o.past_submissions.push_back(p);
+        }
+    }
+    std::sort(ended.begin(), ended.end());
+    for (size_t i = ended.size() > max_ratios ? ended.size() - max_ratios : 0; i < ended.size(); ++i)
+        o.runtime_ratios.push_back(ended[i].second);
+}
 
 FlexRequest parse_flex(std::string_view spec, int64_t start)
 {
@@ -426,23 +526,30 @@ Forecast make_forecast(const Model& m, const ClusterView& c, const SignalsView& 
     const SimOptions base_opts = sim_options(tl, now);
     Built b = build_trace(m, c, now, o, 0, "");
     f.running = b.running;
+    f.arrivals = b.arrivals;
     f.notes = b.notes;
     const Run base = run_once(m, b.trace, base_opts);
 
-    // The power runs: drawn per-GPU power, seeds 1..samples.
+    // The sample runs, seeds 1..samples: drawn per-GPU power, drawn run
+    // times (each its own trace), or both.
     std::vector<Run> samples;
-    if (o.power) {
+    f.runtime_history = static_cast<int>(o.runtime_ratios.size());
+    f.power_source = o.power ? o.power->source : "class estimates (admission's power per GPU)";
+    if (o.power || !o.runtime_ratios.empty() || !o.past_submissions.empty()) {
         f.samples = o.samples;
-        f.power_source = o.power->source;
         for (int s = 1; s <= o.samples; ++s) {
             SimOptions so = base_opts;
             so.power = o.power;
             so.seed = static_cast<uint64_t>(s);
-            samples.push_back(run_once(m, b.trace, so));
+            if (o.runtime_ratios.empty() && o.past_submissions.empty()) {
+                samples.push_back(run_once(m, b.trace, so));
+            } else {
+                const Built bs = build_trace(m, c, now, o, 0, "", s);
+                samples.push_back(run_once(m, bs.trace, so));
+            }
         }
     } else {
         f.samples = 1;
-        f.power_source = "class estimates (admission's power per GPU)";
     }
     const std::vector<const Run*> power_runs = [&] {
         std::vector<const Run*> out;
@@ -477,6 +584,8 @@ Forecast make_forecast(const Model& m, const ClusterView& c, const SignalsView& 
         std::sort(starts.begin(), starts.end());
         const double s10 = starts[static_cast<size_t>(std::floor(0.1 * static_cast<double>(starts.size() - 1)))];
         const double s90 = starts[static_cast<size_t>(std::ceil(0.9 * static_cast<double>(starts.size() - 1)))];
+        const double s50 = starts[(starts.size() - 1) / 2];
+        fj.start_p50 = std::isfinite(s50) ? static_cast<int64_t>(std::ceil(s50)) : -1;
         fj.start_p10 = std::isfinite(s10) ? static_cast<int64_t>(std::ceil(s10)) : -1;
         fj.start_p90 = std::isfinite(s90) ? static_cast<int64_t>(std::ceil(s90)) : -1;
         f.jobs.push_back(std::move(fj));
@@ -551,8 +660,20 @@ Forecast make_forecast(const Model& m, const ClusterView& c, const SignalsView& 
     if (v.failsafe)
         f.notes.push_back("the signals feed is " + std::string(to_string(v.state)) +
                           ": the forecast uses its last good snapshot's events and budgets, not the fail-safe");
-    f.notes.push_back("jobs run for their time limit (what Slurm and m2g know; most end sooner), so starts are late "
-                      "rather than early; GPU power of jobs only (idle GPUs and hosts are not counted)");
+    if (o.runtime_ratios.empty())
+        f.notes.push_back("jobs run for their time limit (what Slurm's backfill assumes; most end sooner), so starts "
+                          "are late rather than early");
+    else
+        f.notes.push_back("run times: the time limit x run time / time limit of " +
+                          plural(o.runtime_ratios.size(), "job", "jobs") +
+                          " that ended before (the median for the starts, drawn for the samples)");
+    if (o.past_submissions.empty())
+        f.notes.push_back("no job is expected to be submitted: the power bands show the queue draining");
+    else
+        f.notes.push_back(plural(static_cast<size_t>(b.arrivals), "job", "jobs") + " expected to be submitted within " +
+                          elapsed(o.horizon_s) +
+                          ": the submissions of the period before, replayed (the samples: of earlier periods)");
+    f.notes.push_back("GPU power of jobs only (idle GPUs and hosts are not counted)");
     f.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     return f;
 }
@@ -598,6 +719,8 @@ std::string format_forecast(const Model& m, const Forecast& f, bool json)
         add(o, "step_s", jnum(f.step_s, 0));
         add(o, "samples", json_object_new_int(f.samples));
         add(o, "power_source", jstr(f.power_source));
+        add(o, "runtime_history", json_object_new_int(f.runtime_history));
+        add(o, "arrivals", json_object_new_int(f.arrivals));
         add(o, "running", json_object_new_int(f.running));
         json_object* jobs = json_object_new_array();
         for (const ForecastJob& j : f.jobs) {
@@ -611,6 +734,7 @@ std::string format_forecast(const Model& m, const Forecast& f, bool json)
             add(x, "start_in_s", j.start < 0 ? nullptr : json_object_new_int64(std::max<int64_t>(0, j.start - f.made_at)));
             add(x, "start_p10", j.start_p10 < 0 ? nullptr : json_object_new_int64(j.start_p10));
             add(x, "start_p90", j.start_p90 < 0 ? nullptr : json_object_new_int64(j.start_p90));
+            add(x, "start_p50", j.start_p50 < 0 ? nullptr : json_object_new_int64(j.start_p50));
             add(x, "end", j.end < 0 ? nullptr : json_object_new_int64(j.end));
             add(x, "domains", json_object_new_int(j.domains));
             add(x, "nodelist", jstr(j.nodes_list));
@@ -685,13 +809,16 @@ std::string format_forecast(const Model& m, const Forecast& f, bool json)
         << " pending (in Slurm's priority order); power: " << f.power_source;
     if (f.samples > 1)
         out << ", " << f.samples << " runs";
+    out << "; run times: "
+        << (f.runtime_history > 0 ? "drawn from " + std::to_string(f.runtime_history) + " jobs' run time / limit"
+                                  : std::string("time limits"));
     out << "\n\n";
     if (f.jobs.empty())
         out << "no pending jobs with GPUs\n";
     else {
         char line[512];
         std::snprintf(line, sizeof line, "%-8s %5s %5s %-14s %-9s %s\n", "JOBID", "NODES", "GPUS", "TOPOLOGY",
-                      "DOMAINS", "START (P10-P90 with drawn power), WHERE");
+                      "DOMAINS", "START (P10-P90 over the runs), WHERE");
         out << line;
         for (const ForecastJob& j : f.jobs) {
             std::string start = when(j.start, f.made_at);

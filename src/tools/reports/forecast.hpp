@@ -42,6 +42,32 @@ struct ForecastOptions {
     const PowerCdf* power = nullptr;
     // A job Slurm gives no time limit (unlimited) is taken to run this long.
     double unlimited_s = 7 * 86400.0;
+    // How long jobs run against what they ask for: run time / time limit of
+    // jobs that ended before now (accounting's Elapsed / Timelimit), any
+    // order, each in (0, 1]. Empty: every job runs for its time limit, as
+    // Slurm's backfill plan assumes. Given, the starts run (start) gives
+    // each pending job the median ratio x its limit, and each running job
+    // the median of the ratios above what it has already run (its limit
+    // when it has outrun them all); each sample run draws from the same
+    // (conditional) distributions. Backfill inside the runs still plans
+    // with the time limits, as Slurm's does.
+    std::vector<double> runtime_ratios;
+    // Jobs not submitted yet: the past's submissions replayed. The starts
+    // run replays the jobs submitted in [now - P, now - P + horizon) at
+    // their time + P (P = arrival_period_s, a day: yesterday's work comes
+    // again); sample run s replays the period 1 + (s - 1) % arrival_periods
+    // back (the days before, for the bands' width), or the last one when
+    // the history does not reach that far. Each runs for its time limit x
+    // its run time ratio as above. Empty: no job arrives (the queue drains).
+    struct PastSubmission {
+        int64_t submit = 0;    // epoch s, before now
+        int gpus = 0, nodes = 0;
+        int64_t time_limit_s = 0;  // <= 0: unlimited_s
+        JobIntent intent;      // its class (the topology: its partition's default)
+    };
+    std::vector<PastSubmission> past_submissions;
+    double arrival_period_s = 86400;
+    int arrival_periods = 7;
     // A pending job: also forecast its start under each other intent
     // (strict:nvlink, prefer:nvlink, any), one more run each. 0: none.
     uint32_t alternatives_for = 0;
@@ -100,7 +126,8 @@ struct ForecastJob {
     int nodes = 0, gpus = 0;
     int64_t start = -1;    // epoch s (the class-estimate run); -1: never (no placement its intent accepts)
     int64_t end = -1;      // start + time limit
-    int64_t start_p10 = -1, start_p90 = -1;  // over the power samples (admission and the gate read power)
+    int64_t start_p10 = -1, start_p90 = -1;  // over the sample runs (drawn power and run times)
+    int64_t start_p50 = -1;                  // their median (the starts run's start with one run)
     int domains = 0;
     std::string nodes_list;  // Slurm hostlist of the model's node names
     std::vector<ForecastAlternative> alternatives;
@@ -117,7 +144,9 @@ struct Forecast {
     int64_t made_at = 0;
     double step_s = 0;
     int samples = 0;
-    std::string power_source;  // "class estimates" or the CDF's source
+    std::string power_source;
+    int runtime_history = 0;   // ratios the run times were drawn from (0: time limits)
+    int arrivals = 0;          // jobs the starts run expects to be submitted within the horizon  // "class estimates" or the CDF's source
     int running = 0;           // jobs already running, started at their nodes
     std::vector<ForecastJob> jobs;  // pending, in Slurm's priority order
     std::vector<ForecastBand> bands;  // site, then rows, then racks
@@ -131,6 +160,13 @@ struct Forecast {
 // Throws Error when `alternatives_for` is not a pending job of `c`.
 Forecast make_forecast(const Model& m, const ClusterView& c, const SignalsView& v, int64_t now,
                        const ForecastOptions& o);
+
+// What accounting adds to a forecast: from `past` (jobs as sacct shows
+// them: any state, over the last days), the run time / time limit of the
+// `max_ratios` that ended last before `now` (runtime_ratios) and every job
+// submitted in the arrival periods before `now` (past_submissions). Jobs
+// without GPUs, a time limit or an end count for neither.
+void use_history(ForecastOptions& o, const std::vector<JobView>& past, int64_t now, size_t max_ratios = 2000);
 
 // "25%:3h" (or "25:3h", durations in s, m, h or d) starting at `start`.
 // Throws ParseError saying what is accepted.

@@ -54,6 +54,7 @@ struct JobView {
     uint32_t priority = 0;      // Slurm's priority (pending jobs start in its order)
     std::vector<int> node_idx;  // allocated model nodes
     bool suspended = false;     // Running here, SUSPENDED in Slurm
+    double measured_w_gpu = -1;  // running: its GPUs' mean draw as the node agents report it (W), -1 unknown
     int warn_signal = 0;        // --signal=[B:]SIG[@TIME]: SIG as job_submit/m2g recorded it (signal=), 0 none
     bool warn_batch_only = false;  // --signal=B:...: to the batch shell only
 };

@@ -246,9 +246,12 @@ void Simulator::build_jobs()
         // same seed gives every policy the same draws.
         std::mt19937_64 prng(opts.seed ^ 0x6d32672d706f7772ULL);
         std::uniform_real_distribution<double> u(0.0, 1.0);
-        for (size_t i = 0; i < jobs.size(); ++i)
+        for (size_t i = 0; i < jobs.size(); ++i) {
             jobs[i].w_gpu = opts.power ? opts.power->sample(u(prng))
                                        : power_w_per_gpu(m.admission, class_intent[cls_of[i]]);
+            if (trace.jobs[src[i]].w_gpu > 0)  // measured: known, not drawn (the stream still advances)
+                jobs[i].w_gpu = trace.jobs[src[i]].w_gpu;
+        }
     }
     duration.resize(jobs.size());
     for (size_t i = 0; i < jobs.size(); ++i)

@@ -32,6 +32,7 @@ struct TraceJob {
     std::optional<JobIntent> intent{};
     int nodes = 0;  // nodes asked for (0: as few as hold its GPUs)
     std::vector<int> running_on{};
+    double w_gpu = 0;  // > 0: its draw per GPU as measured (a running job), not drawn or estimated
 };
 
 struct Trace {

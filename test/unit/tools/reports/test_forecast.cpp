@@ -217,6 +217,72 @@ TEST_F(ForecastTest, PowerBandsFromClassEstimatesAndFromDrawnPower)
               true);
 }
 
+// What accounting and the node agents add: jobs end at the median run time
+// / limit of the jobs that ended before (of those above what a running job
+// has already run), yesterday's submissions arrive again, and a running
+// job's measured draw replaces the class estimate.
+TEST_F(ForecastTest, RunTimesFromHistoryArrivalsAndMeasuredPower)
+{
+    staircase();
+    job(20, JobState::Pending, 72, kStrict).slurm_reason = "Resources";
+    ForecastOptions o;
+    o.samples = 1;
+    o.horizon_s = 2 * kHour;
+    // nvl03's job has run 60 of its 85 min (0.71): of the ratios above
+    // that, 0.75 and 1, the median 0.875 ends it at 74.4 min, 14.4 from now.
+    o.runtime_ratios = {1.0, 0.25, 0.75, 0.5};
+    Forecast f = make_forecast(m, c, SignalsView{}, kNow, o);
+    EXPECT_EQ(f.runtime_history, 4);
+    EXPECT_NEAR(static_cast<double>(of(f, 20).start), static_cast<double>(kNow) + 0.875 * 85 * kMin - kHour, 1.0);
+    EXPECT_EQ(of(f, 20).nodes_list, "r03n[01-18]");
+    EXPECT_NE(format_forecast(m, f, false).find("run times: drawn from 4 jobs' run time / limit"), std::string::npos);
+    // Having outrun every ratio a job runs to its limit, as Slurm assumes:
+    // with none above 0.3 every rack's job does (nvl05's has no limit).
+    o.runtime_ratios = {0.25, 0.3};
+    f = make_forecast(m, c, SignalsView{}, kNow, o);
+    EXPECT_EQ(of(f, 20).start, kNow + 25 * kMin);
+    // Samples draw run times: the P10-P90 start has width, the median within it.
+    o.runtime_ratios = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
+    o.samples = 20;
+    f = make_forecast(m, c, SignalsView{}, kNow, o);
+    EXPECT_EQ(f.samples, 20);
+    EXPECT_LT(of(f, 20).start_p10, of(f, 20).start_p90);
+    EXPECT_LE(of(f, 20).start_p10, of(f, 20).start_p50);
+    EXPECT_LE(of(f, 20).start_p50, of(f, 20).start_p90);
+
+    // Arrivals: a job submitted yesterday at 19:30 for 8 GPUs comes again
+    // at 20:30; one from 18:00 does not fall in the horizon.
+    o = ForecastOptions{};
+    o.samples = 1;
+    o.horizon_s = 2 * kHour;
+    const Forecast without = make_forecast(m, c, SignalsView{}, kNow, o);
+    EXPECT_EQ(without.arrivals, 0);
+    ForecastOptions::PastSubmission p;
+    p.submit = kNow - 86400 + 30 * kMin;
+    p.gpus = 8;
+    p.nodes = 2;
+    p.time_limit_s = kHour;
+    p.intent.workload_class = WorkloadClass::Training;
+    o.past_submissions.push_back(p);
+    p.submit = kNow - 86400 - 2 * kHour;
+    o.past_submissions.push_back(p);
+    const Forecast with = make_forecast(m, c, SignalsView{}, kNow, o);
+    EXPECT_EQ(with.arrivals, 1);
+    JobIntent training;
+    training.workload_class = WorkloadClass::Training;
+    const double w = power_w_per_gpu(m.admission, training);
+    EXPECT_NEAR(with.bands.front().p50[1], without.bands.front().p50[1], 1e-9);  // 20:15
+    EXPECT_NEAR(with.bands.front().p50[3] - without.bands.front().p50[3], 8 * w / 1000.0, 1e-6);  // 20:45
+    EXPECT_TRUE(with.jobs.size() == 1 && with.jobs[0].id == 20);  // arrivals are not pending jobs
+
+    // Measured draw: nvl01's job (4 GPUs) draws 999 W per GPU.
+    o = ForecastOptions{};
+    o.samples = 1;
+    c.jobs[0].measured_w_gpu = 999;
+    const Forecast measured = make_forecast(m, c, SignalsView{}, kNow, o);
+    EXPECT_NEAR(measured.bands.front().p50[0], (140 * w + 4 * 999) / 1000.0, 1e-6);
+}
+
 TEST_F(ForecastTest, FlexibilityOfferShedsWithCurtailmentAndSaysWhenItCannot)
 {
     staircase();
