@@ -1080,8 +1080,8 @@ def backtest_study(run, a, clusters, rev):
         cov = mean([r["power"][0]["coverage"] for r in rs] + [r["power"][1]["coverage"] for r in rs])
         goal.append("| %s | P50 power error within 5%% at 1 h (measured) | %.1f%% | %s |" % (
             name, p1, "**yes**" if p1 <= 5 else "no"))
-        goal.append("| %s | P10-P90 covers about 80%% (1 h and 6 h, measured) | %.1f%% | %s |" % (
-            name, 100 * cov, "**yes**" if 0.7 <= cov <= 0.9 else "no"))
+        goal.append("| %s | P10-P90 covers about 80%% (75-85%%; 1 h and 6 h, measured) | %.1f%% | %s |" % (
+            name, 100 * cov, "**yes**" if 0.75 <= cov <= 0.85 else "no"))
     md += ["## Against the goals (reported, not asserted)", "",
            "| trace | goal | figure | met |", "|---|---|---|---|"] + goal + [
            "", "Not measured here: the testbed comparison with `squeue --start` (issue 30 asks for it on 200+ "
