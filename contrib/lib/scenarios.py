@@ -80,6 +80,10 @@ class Runner:
         if power_log:
             args += ["--power-log", power_log]
         args.append("--json")
+        return self.m2g_json(args)
+
+    def m2g_json(self, args):
+        """Run `m2g ARGS` (ending in --json), counted and timed; its object, with the command as a reader types it."""
         t0 = time.monotonic()
         p = subprocess.run([self.m2g] + args, capture_output=True, text=True)
         with self.lock:
@@ -965,16 +969,7 @@ def backtest_cases(run, a):
 def backtest(run, conf, trace, extra, seed, samples):
     args = ["backtest", "--topology", conf, "--trace", trace, "--seed", str(seed), "--samples", str(samples),
             "--power-cdf", os.path.join(run.data, "acme2023_power_thermal_cdf.csv")] + list(extra) + ["--json"]
-    t0 = time.monotonic()
-    p = subprocess.run([run.m2g] + args, capture_output=True, text=True)
-    with run.lock:
-        run.wall += time.monotonic() - t0
-        run.runs += 1
-    if p.returncode != 0:
-        sys.exit("m2g-scenarios: m2g %s failed (%d):\n%s" % (" ".join(args), p.returncode, p.stderr))
-    r = json.loads(p.stdout)
-    r["command"] = "m2g " + " ".join(run.show(x) if os.path.isabs(x) else x for x in args)
-    return r
+    return run.m2g_json(args)
 
 
 def backtest_study(run, a, clusters, rev):

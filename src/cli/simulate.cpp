@@ -10,6 +10,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/commands.hpp"
@@ -32,6 +33,21 @@ struct SimulateArgs {
     SimOptions opts;
     bool json = false, no_baseline = false;
 };
+
+// --class-share CLASS=PCT, repeatable.
+std::vector<std::pair<std::string, double>> parse_class_shares(const std::vector<std::string>& specs)
+{
+    std::vector<std::pair<std::string, double>> out;
+    for (const std::string& cs : specs) {
+        const size_t eq = cs.find('=');
+        char* end = nullptr;
+        const double pct = eq == std::string::npos ? 0 : std::strtod(cs.c_str() + eq + 1, &end);
+        if (eq == std::string::npos || eq == 0 || eq + 1 == cs.size() || *end)
+            throw ParseError("--class-share '" + cs + "': expected CLASS=PERCENT, e.g. inference=20");
+        out.emplace_back(cs.substr(0, eq), pct);
+    }
+    return out;
+}
 
 void run_simulate(const SimulateArgs& a)
 {
@@ -66,14 +82,7 @@ void run_simulate(const SimulateArgs& a)
             v.clear();
         }
     }
-    for (const std::string& cs : a.class_shares) {
-        const size_t eq = cs.find('=');
-        char* end = nullptr;
-        const double pct = eq == std::string::npos ? 0 : std::strtod(cs.c_str() + eq + 1, &end);
-        if (eq == std::string::npos || eq == 0 || eq + 1 == cs.size() || *end)
-            throw ParseError("--class-share '" + cs + "': expected CLASS=PERCENT, e.g. inference=20");
-        o.class_shares.emplace_back(cs.substr(0, eq), pct);
-    }
+    o.class_shares = parse_class_shares(a.class_shares);
     if (!a.cap_speed.empty())
         o.cap_speed = parse_cap_speed(a.cap_speed);
     o.curtail_baseline = !a.no_baseline;
@@ -183,14 +192,7 @@ void run_backtest_cmd(const BacktestArgs& a)
     o.window_s = a.window_h * 3600;
     o.forecast.horizon_s = a.horizon_h * 3600;
     o.forecast.step_s = a.step_min * 60;
-    for (const std::string& cs : a.class_shares) {
-        const size_t eq = cs.find('=');
-        char* end = nullptr;
-        const double pct = eq == std::string::npos ? 0 : std::strtod(cs.c_str() + eq + 1, &end);
-        if (eq == std::string::npos || eq == 0 || eq + 1 == cs.size() || *end)
-            throw ParseError("--class-share '" + cs + "': expected CLASS=PERCENT, e.g. inference=20");
-        o.truth.class_shares.emplace_back(cs.substr(0, eq), pct);
-    }
+    o.truth.class_shares = parse_class_shares(a.class_shares);
     if (!a.over_request.empty()) {
         const Trace swf = read_trace(a.over_request);
         o.over_request = over_request_ratios(swf);

@@ -463,26 +463,39 @@ JobView db_job_view(const Model& m, const slurmdb_job_rec_t& j, uint32_t gpu_id)
     return v;
 }
 
-}  // namespace
-
-std::optional<JobView> load_job_from_accounting(const Model& m, uint32_t job_id)
+// The cluster this slurm.conf describes (sacct's default), "" when unnamed.
+std::string local_cluster_name()
 {
-    init_slurm();
-    // The cluster this slurm.conf describes (sacct's default).
     slurm_conf_t* conf = nullptr;
     if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS)
         throw_ctld("loading its configuration");
     const std::string cluster = str(conf->cluster_name);
     free_conf(conf);
+    return cluster;
+}
 
-    DbConn db;
+// A connection to slurmdbd; `unreachable` says what cannot be done without
+// one (UnreachableError, with libslurm's reason after it).
+void open_accounting(DbConn& db, const std::string& unreachable, const std::string& hint = "")
+{
     uint16_t flags = 0;
     db.conn = slurmdb_connection_get(&flags);
     if (!db.conn)
-        throw UnreachableError("job " + std::to_string(job_id) +
-                               " is no longer in slurmctld, and accounting (slurmdbd) cannot be reached: " +
-                               slurm_error_text() + "; `sacct -j " + std::to_string(job_id) +
-                               " -o JobID,Elapsed,AllocTRES,AdminComment` shows the record once slurmdbd is back");
+        throw UnreachableError(unreachable + ": " + slurm_error_text() + hint);
+}
+
+}  // namespace
+
+std::optional<JobView> load_job_from_accounting(const Model& m, uint32_t job_id)
+{
+    init_slurm();
+    const std::string cluster = local_cluster_name();
+    DbConn db;
+    open_accounting(db,
+                    "job " + std::to_string(job_id) +
+                        " is no longer in slurmctld, and accounting (slurmdbd) cannot be reached",
+                    "; `sacct -j " + std::to_string(job_id) +
+                        " -o JobID,Elapsed,AllocTRES,AdminComment` shows the record once slurmdbd is back");
 
     // The condition's lists own nothing: their items live on this stack
     // frame, and the condition itself is not libslurm's to free.
@@ -522,17 +535,9 @@ std::optional<JobView> load_job_from_accounting(const Model& m, uint32_t job_id)
 std::vector<JobView> load_accounting_since(const Model& m, int64_t since)
 {
     init_slurm();
-    slurm_conf_t* conf = nullptr;
-    if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS)
-        throw_ctld("loading its configuration");
-    const std::string cluster = str(conf->cluster_name);
-    free_conf(conf);
+    const std::string cluster = local_cluster_name();
     DbConn db;
-    uint16_t flags = 0;
-    db.conn = slurmdb_connection_get(&flags);
-    if (!db.conn)
-        throw UnreachableError(std::string("accounting (slurmdbd) cannot be reached for the job history: ") +
-                               slurm_error_text());
+    open_accounting(db, "accounting (slurmdbd) cannot be reached for the job history");
     ListPtr clusters(slurm_list_create(nullptr));
     if (!cluster.empty())
         slurm_list_append(clusters.get(), const_cast<char*>(cluster.c_str()));
