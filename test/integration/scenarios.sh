@@ -16,7 +16,7 @@ T=$TB_TMP
 # --- results pages: one check, contrib/lib/results.sh -----------------------------
 # Every contrib script that writes doc/results/ sources it and refuses to start
 # from a dirty tree.
-for w in m2g-bench m2g-bench-admission m2g-bench-forecast m2g-bench-spank m2g-bench-testbed m2g-calibrate m2g-compare m2g-scenarios; do
+for w in m2g-bench m2g-bench-admission m2g-bench-forecast m2g-bench-spank m2g-bench-testbed m2g-calibrate m2g-compare m2g-forecast-testbed m2g-scenarios; do
 	check "contrib/$w checks the tree with contrib/lib/results.sh" \
 		grep -q 'm2g_results_begin' "$SRC/contrib/$w"
 done
