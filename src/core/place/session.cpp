@@ -295,6 +295,7 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
     // Jobs that name their nodes or want contiguous ones keep Slurm's way.
     if (!model_ || job.names_nodes)
         return o;
+    still_waiting(job.job_id, now);
     if (offered.size() != model_->nodes.size())
         throw Error("the offer covers " + std::to_string(offered.size()) + " nodes, the model has " +
                     std::to_string(model_->nodes.size()) + " (a bug in the select adapter)");
@@ -541,23 +542,33 @@ int64_t PlacementSession::prefer_since(uint32_t job_id) const
     return it == prefer_.end() ? 0 : it->second.since;
 }
 
-// Job `job`'s prefer clock at `now` (0: none runs): the session's, else
-// the one an earlier slurmctld wrote into its AdminComment. Touches it, and
-// once an hour forgets clocks of jobs no test has seen for a day.
-int64_t PlacementSession::clock_of(const JobFacts& job, int64_t now)
+// A test saw job `job_id` at `now`: it is still around, so its prefer
+// clock stays, whatever the test's answer. Once an hour, clocks of jobs no
+// test has seen for kPreferClockIdleSec go (a job cancelled while pending
+// is never started, so job_started() never drops its clock).
+void PlacementSession::still_waiting(uint32_t job_id, int64_t now)
 {
     if (now - prefer_swept_ >= 3600) {
         prefer_swept_ = now;
         for (auto it = prefer_.begin(); it != prefer_.end();)
             it = now - it->second.seen > kPreferClockIdleSec ? prefer_.erase(it) : std::next(it);
     }
+    auto it = prefer_.find(job_id);
+    if (it != prefer_.end())
+        it->second.seen = now;
+}
+
+// Job `job`'s prefer clock at `now` (0: none runs): the session's, else
+// the one an earlier slurmctld wrote into its AdminComment (decide_impl
+// has just called still_waiting).
+int64_t PlacementSession::clock_of(const JobFacts& job, int64_t now)
+{
     auto it = prefer_.find(job.job_id);
     if (it == prefer_.end()) {
         if (job.prefer_since <= 0 || job.prefer_since > now)
             return 0;
         it = prefer_.emplace(job.job_id, PreferClock{job.prefer_since, now}).first;
     }
-    it->second.seen = now;
     return it->second.since;
 }
 

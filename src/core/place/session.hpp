@@ -216,6 +216,9 @@ class PlacementSession {
     // Job `job_id`'s prefer clock: when it could first have started (epoch
     // s), 0 when none runs.
     int64_t prefer_since(uint32_t job_id) const;
+    // A test saw the job (decide() calls it; the simulator too, for jobs its
+    // backfill pass had no need to test): its prefer clock stays.
+    void still_waiting(uint32_t job_id, int64_t now);
     // Prefer clocks held (jobs that were not tested for a day are forgotten).
     size_t prefer_clocks() const { return prefer_.size(); }
 

@@ -613,11 +613,22 @@ void Simulator::blocked_during(double t0, double t1)
 // the jobs after it. The head, which FCFS has just failed to start, only
 // gets its reservation. Whole nodes are reserved, as node_space holds
 // node bitmaps.
+//
+// What the pass decides is which jobs start now; its reservations only
+// shape that, and the next pass plans afresh. So a candidate's reservation
+// is planned only when a later candidate might start now
+// (could_start_now): until then it waits, in order, in bf_deferred. A
+// candidate that cannot start now against the reservations planned so
+// far cannot against more either, so the starts are those of planning
+// every reservation in turn, for far fewer will-run tests (most
+// candidates of a deep queue cannot start now). The will-run tests not
+// made would have told select/m2g the jobs are still there: still_waiting
+// does, so their prefer clocks are those of testing them all.
 void Simulator::backfill_slurm(double now)
 {
     bf_plan.clear();
-    const size_t words = (m.nodes.size() + 63) / 64;
-    blocked_bits.assign(words, 0);
+    bf_deferred.clear();
+    blocked_bits.assign((m.nodes.size() + 63) / 64, 0);
     const int head = queue.front();
     int looked = 0;
     for (auto it = queue.begin(); it != queue.end() && free_gpus > 0 && looked < opts.backfill_depth; ++looked) {
@@ -626,68 +637,25 @@ void Simulator::backfill_slurm(double now)
             ++it;
             continue;
         }
-        const double len = plan_len(j);
-        double t = now;
-        bool started = false;
-        // Each round moves t later: to the start the walk found, or past
-        // a reservation that blocked every placement.
-        for (int round = 0; round < 64 && !started; ++round) {
-            blocked_during(t, t + len);
-            hide_nodes(blocked, true);  // nothing below changes `blocked`
-            std::fill(usable_version.begin(), usable_version.end(), 0);  // the caches of this hidden set
-            failed.clear();
-            reserved_free_version = 0;
-            if (t == now && j != head && jobs[j].nodes <= usable_nodes(jobs[j].gpus_per_node))
-                started = try_place(j, now);
-            double s = now;
-            bool found = false;
-            if (!started && t > now && !select && jobs[j].nodes <= usable_nodes(jobs[j].gpus_per_node) &&
-                placer->place(jobs[j].nodes, usable_for(jobs[j].gpus_per_node), picked)) {
-                reserved = picked;  // free now, and no reservation holds them from t
-                found = true;
-            }
-            if (!started && !found)
-                found = reserve_head(j, now, s);
-            hide_nodes(blocked, false);
-            if (started)
-                break;
-            double next = -1;  // the end of the first reservation in the way
-            if (found) {
-                const double start = std::max(s, t);
-                if (start - now > opts.bf_window_s)
-                    break;  // beyond bf_window: not planned
-                picked_bits.assign(words, 0);
-                for (int n : reserved)
-                    picked_bits[static_cast<size_t>(n) / 64] |= uint64_t(1) << (n % 64);
-                bool conflict = false;
-                for (const BfReservation& b : bf_plan) {
-                    if (!(b.t0 < start + len && start < b.t1))
-                        continue;
-                    for (size_t w = 0; w < words && !conflict; ++w)
-                        conflict = (b.bits[w] & picked_bits[w]) != 0;
-                    if (conflict)
-                        break;
-                }
-                if (!conflict) {
-                    double end = start + len;
-                    if (opts.bf_resolution_s > 0)
-                        end = now + std::ceil((end - now) / opts.bf_resolution_s) * opts.bf_resolution_s;
-                    bf_plan.push_back({picked_bits, start, end});
-                    break;
-                }
-                if (start > t) {
-                    t = start;
-                    continue;
-                }
-            }
-            for (const BfReservation& b : bf_plan)
-                if (b.t1 > t && (next < 0 || b.t1 < next))
-                    next = b.t1;
-            if (next < 0 || next - now > opts.bf_window_s)
-                break;
-            t = next;
+        if (j == head || !could_start_now(j, now)) {
+            bf_deferred.push_back(j);
+            ++it;
+            continue;
         }
-        if (started) {
+        // Plan the waiting reservations in order while j might still start.
+        size_t planned = 0;
+        bool may_start = true;
+        while (may_start && planned < bf_deferred.size()) {
+            backfill_one(bf_deferred[planned++], head, now);  // plans its reservation: it cannot start
+            may_start = could_start_now(j, now);
+        }
+        bf_deferred.erase(bf_deferred.begin(), bf_deferred.begin() + static_cast<std::ptrdiff_t>(planned));
+        if (!may_start) {
+            bf_deferred.push_back(j);
+            ++it;
+            continue;
+        }
+        if (backfill_one(j, head, now)) {
             jobs[j].backfilled = true;
             start_job(j, now);
             it = queue.erase(it);
@@ -695,6 +663,11 @@ void Simulator::backfill_slurm(double now)
             ++it;
         }
     }
+    // What the will-run tests not made would have left behind: select/m2g
+    // saw these jobs (their prefer clocks stay).
+    if (select)
+        for (int d : bf_deferred)
+            select->still_waiting(static_cast<uint32_t>(d), epoch(now));
     // try_place's caches saw hidden nodes: forget them.
     std::fill(usable_version.begin(), usable_version.end(), 0);
     std::fill(usable_outside_version.begin(), usable_outside_version.end(), 0);
@@ -702,6 +675,88 @@ void Simulator::backfill_slurm(double now)
     failed_outside.clear();
     reserved_free_version = 0;
     kept = Kept{-1, 0, false, -1};
+}
+
+// Whether candidate j passes backfill_one's test for starting now against
+// the reservations planned so far: as many usable nodes with its GPUs free
+// outside those held during its run as it has nodes.
+bool Simulator::could_start_now(int j, double now)
+{
+    const int g = std::max(jobs[j].gpus_per_node, 1);
+    blocked_during(now, now + plan_len(j));
+    int open = usable_nodes(g);
+    for (int n : blocked)
+        open -= node_free[n] >= g;
+    return jobs[j].nodes <= open;
+}
+
+// One candidate of the pass: true when it starts now (never the head);
+// else its reservation, when it has one within bf_window, joins bf_plan.
+bool Simulator::backfill_one(int j, int head, double now)
+{
+    const size_t words = blocked_bits.size();
+    const double len = plan_len(j);
+    double t = now;
+    bool started = false;
+    // Each round moves t later: to the start the walk found, or past
+    // a reservation that blocked every placement.
+    for (int round = 0; round < 64 && !started; ++round) {
+        blocked_during(t, t + len);
+        hide_nodes(blocked, true);  // nothing below changes `blocked`
+        std::fill(usable_version.begin(), usable_version.end(), 0);  // the caches of this hidden set
+        failed.clear();
+        reserved_free_version = 0;
+        if (t == now && j != head && jobs[j].nodes <= usable_nodes(jobs[j].gpus_per_node))
+            started = try_place(j, now);
+        double s = now;
+        bool found = false;
+        if (!started && t > now && !select && jobs[j].nodes <= usable_nodes(jobs[j].gpus_per_node) &&
+            placer->place(jobs[j].nodes, usable_for(jobs[j].gpus_per_node), picked)) {
+            reserved = picked;  // free now, and no reservation holds them from t
+            found = true;
+        }
+        if (!started && !found)
+            found = reserve_head(j, now, s);
+        hide_nodes(blocked, false);
+        if (started)
+            break;
+        double next = -1;  // the end of the first reservation in the way
+        if (found) {
+            const double start = std::max(s, t);
+            if (start - now > opts.bf_window_s)
+                break;  // beyond bf_window: not planned
+            picked_bits.assign(words, 0);
+            for (int n : reserved)
+                picked_bits[static_cast<size_t>(n) / 64] |= uint64_t(1) << (n % 64);
+            bool conflict = false;
+            for (const BfReservation& b : bf_plan) {
+                if (!(b.t0 < start + len && start < b.t1))
+                    continue;
+                for (size_t w = 0; w < words && !conflict; ++w)
+                    conflict = (b.bits[w] & picked_bits[w]) != 0;
+                if (conflict)
+                    break;
+            }
+            if (!conflict) {
+                double end = start + len;
+                if (opts.bf_resolution_s > 0)
+                    end = now + std::ceil((end - now) / opts.bf_resolution_s) * opts.bf_resolution_s;
+                bf_plan.push_back({picked_bits, start, end});
+                break;
+            }
+            if (start > t) {
+                t = start;
+                continue;
+            }
+        }
+        for (const BfReservation& b : bf_plan)
+            if (b.t1 > t && (next < 0 || b.t1 < next))
+                next = b.t1;
+        if (next < 0 || next - now > opts.bf_window_s)
+            break;
+        t = next;
+    }
+    return started;
 }
 
 void Simulator::schedule(double now)

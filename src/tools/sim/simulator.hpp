@@ -118,6 +118,8 @@ class Simulator {
     void hide_nodes(const std::vector<int>& nodes, bool hide);
     void blocked_during(double t0, double t1);
     void backfill_slurm(double now);
+    bool could_start_now(int j, double now);
+    bool backfill_one(int j, int head, double now);
     bool reserved_free_at(int head, double t);
     bool try_place_outside(int j, double now);
     void schedule(double now);
@@ -294,6 +296,7 @@ class Simulator {
     std::vector<BfReservation> bf_plan;
     std::vector<int> blocked;
     std::vector<uint64_t> blocked_bits, picked_bits;
+    std::vector<int> bf_deferred;          // candidates whose reservation waits (backfill_slurm)
     uint64_t reserved_free_version = 0;    // 0: count them again
 };
 

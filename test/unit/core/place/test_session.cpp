@@ -384,6 +384,31 @@ TEST_F(Session, PreferClocksOfVanishedJobsAreForgotten)
     EXPECT_EQ(session_.prefer_clocks(), 2u);
 }
 
+// A test that sees the job keeps its clock whatever it answers, and so
+// does still_waiting() (the simulator's backfill calls it for the jobs it
+// had no need to test): a job blocked by signals for a day has waited,
+// not vanished.
+TEST_F(Session, PreferClocksOfJobsStillSeenStay)
+{
+    load();
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};
+    auto at = [&](uint32_t id, int64_t t) {
+        JobFacts f = job("prefer:nvlink", 2);
+        f.job_id = id;
+        return session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, t);
+    };
+    at(1, now_);
+    at(2, now_);
+    EXPECT_EQ(session_.prefer_clocks(), 2u);
+    session_.still_waiting(1, now_ + 80000);
+    session_.still_waiting(3, now_ + 80000);  // no clock: none is made
+    at(2, now_ + 86400 + 3600);  // a sweep: job 1 was seen 10,000 s ago, job 2 over a day ago
+    EXPECT_EQ(session_.prefer_since(1), now_);
+    EXPECT_EQ(session_.prefer_since(2), now_ + 86400 + 3600);  // forgotten, then started again
+    EXPECT_EQ(session_.prefer_since(3), 0);
+    EXPECT_EQ(session_.prefer_clocks(), 2u);
+}
+
 TEST_F(Session, DefaultTopologyComesFromThePartition)
 {
     load("PartitionName=gpu DefaultTopology=strict:leaf\n");
