@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <ctime>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,8 @@
 #include "core/base/error.hpp"
 #include "core/job/intent.hpp"
 #include "core/model/config.hpp"
+#include "nodeagent/agents.hpp"
+#include "slurmapi/slurm_control.hpp"
 #include "slurmapi/slurm_view.hpp"
 #include "tools/reports/energy.hpp"
 #include "tools/reports/explain.hpp"
@@ -45,6 +49,8 @@ struct StatusArgs {
     bool flex_curve = false;
     bool openadr = false;
     OpenADRReportOptions adr;
+    bool measured_power = false;
+    std::string agent_map;
 };
 
 [[noreturn]] void no_such_job(uint32_t job_id)
@@ -109,8 +115,60 @@ void run_explain(const StatusArgs& a, const Model& m, const ClusterView& c, cons
     std::cout << format_explanation(explain_job(m, c, signals, *job, now, fc ? &*fc : nullptr), a.as_json);
 }
 
-void run_forecast(const StatusArgs& a, const Model& m, const ClusterView& c, const SignalsView& signals, int64_t now)
+// --measured-power: each running job's draw per GPU as its nodes'
+// m2g-nodeagent reports it (NodeAgentURL=, or --agent-map), instead of its
+// class's estimate. A job whose agents do not answer keeps the estimate;
+// the note says how many did.
+std::string measure_running(const Model& m, ClusterView& c, const std::string& agent_map_path)
 {
+    const std::map<std::string, std::string> map =
+        agent_map_path.empty() ? std::map<std::string, std::string>{} : nodeagent::read_agent_map(agent_map_path);
+    std::set<int> busy;
+    for (const JobView& j : c.jobs)
+        if (j.state == JobState::Running)
+            busy.insert(j.node_idx.begin(), j.node_idx.end());
+    std::map<std::string, std::string> addrs;
+    std::vector<std::pair<std::string, std::string>> urls;
+    for (int n : busy) {
+        const std::string& name = m.nodes[static_cast<size_t>(n)].name;
+        if (auto it = map.find(name); it != map.end()) {
+            urls.emplace_back(name, it->second);
+            continue;
+        }
+        if (addrs.empty())
+            addrs = node_addresses();
+        const auto addr = addrs.find(name);
+        urls.emplace_back(name, nodeagent::expand_url(m.admission.node_agent_url, name,
+                                                      addr == addrs.end() ? name : addr->second));
+    }
+    const nodeagent::JobDraw d =
+        nodeagent::job_gpu_draw(urls, nodeagent::read_token(m.admission.node_agent_token_file), 2000);
+    int running = 0, measured = 0;
+    for (JobView& j : c.jobs) {
+        if (j.state != JobState::Running)
+            continue;
+        ++running;
+        if (const auto it = d.w_gpu.find(j.id); it != d.w_gpu.end()) {
+            j.measured_w_gpu = it->second;
+            ++measured;
+        }
+    }
+    std::string note = "--measured-power: the draw of " + std::to_string(measured) + " of " +
+                       std::to_string(running) + " running jobs from " + std::to_string(d.answered) + " of " +
+                       std::to_string(d.asked) + " node agents";
+    if (!d.errors.empty())
+        note += "; the others on their class's estimate (" + d.errors.front() +
+                (d.errors.size() > 1 ? "; and " + std::to_string(d.errors.size() - 1) + " more)" : ")");
+    return note;
+}
+
+void run_forecast(const StatusArgs& a, const Model& m, const ClusterView& live, const SignalsView& signals,
+                  int64_t now)
+{
+    ClusterView c = live;
+    std::string measured_note;
+    if (a.measured_power || !a.agent_map.empty())
+        measured_note = measure_running(m, c, a.agent_map);
     ForecastOptions fo;
     fo.samples = a.samples;
     fo.horizon_s = a.horizon_h * 3600.0;
@@ -145,6 +203,8 @@ void run_forecast(const StatusArgs& a, const Model& m, const ClusterView& c, con
     Forecast f = make_forecast(m, c, signals, now, fo);
     if (!history_note.empty())
         f.notes.insert(f.notes.begin(), history_note);
+    if (!measured_note.empty())
+        f.notes.insert(f.notes.begin(), measured_note);
     std::cout << (a.openadr ? openadr_reports(m, f, a.adr) : format_forecast(m, f, a.as_json));
 }
 
@@ -205,6 +265,13 @@ Command add_status(CLI::App& app)
                             "of those that ended, and the submissions of the days before arrive again (default 0: "
                             "every job runs to its time limit and nothing arrives, Slurm's assumption)")
         ->check(CLI::Range(0.0, 60.0));
+    a->forecast->add_flag("--measured-power", a->measured_power,
+                          "running jobs draw what their nodes' m2g-nodeagent reports (NodeAgentURL=), not their "
+                          "class's estimate; a job whose agents do not answer keeps the estimate");
+    a->forecast->add_option("--agent-map", a->agent_map,
+                            "--measured-power with the agents' URLs from this file (\"NODE URL\" per line, as "
+                            "m2g-curtaild --agent-map) instead of NodeAgentURL=")
+        ->check(CLI::ExistingFile);
     a->forecast->add_option("--flex", a->flex,
                             "what shedding DEPTH% of the site's GPU draw for DURATION would cost, e.g. 25%:3h "
                             "(repeatable)");

@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "m2g_config.h"
+#include "nodeagent/agents.hpp"
 #include "nodeagent/client.hpp"
 #include "slurmapi/slurm_control.hpp"
 #include "slurmapi/slurm_view.hpp"
@@ -205,45 +206,6 @@ State read_state(const std::string& path)
     return s;
 }
 
-// Node name -> agent URL from an --agent-map file: "node url" per line, '#' comments.
-std::map<std::string, std::string> read_agent_map(const std::string& path)
-{
-    std::map<std::string, std::string> out;
-    std::istringstream in(read_text(path));
-    std::string line;
-    int n = 0;
-    while (std::getline(in, line)) {
-        ++n;
-        const auto hash = line.find('#');
-        if (hash != std::string::npos)
-            line.resize(hash);
-        std::istringstream ls(line);
-        std::string node, url, extra;
-        if (!(ls >> node))
-            continue;
-        if (!(ls >> url) || (ls >> extra) || (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0))
-            throw m2g::Error(path + ":" + std::to_string(n) +
-                             ": expected \"NODE URL\" with an http:// or https:// URL, e.g. \"r01n01 "
-                             "http://10.0.0.7:6830\"");
-        out[node] = url;
-    }
-    return out;
-}
-
-std::string expand_url(const std::string& pattern, const std::string& node, const std::string& addr)
-{
-    std::string out;
-    for (size_t i = 0; i < pattern.size(); ++i) {
-        if (pattern[i] == '%' && i + 1 < pattern.size() && (pattern[i + 1] == 'n' || pattern[i + 1] == 'a')) {
-            out += pattern[i + 1] == 'n' ? node : addr;
-            ++i;
-        } else {
-            out += pattern[i];
-        }
-    }
-    return out;
-}
-
 class Controller {
   public:
     Controller(std::string conf, std::string state_path, std::string audit_path, std::string agent_map,
@@ -257,7 +219,7 @@ class Controller {
         state_ = read_state(state_path_);
         load_conf(true);
         if (!agent_map_path_.empty())
-            agent_map_ = read_agent_map(agent_map_path_);
+            agent_map_ = m2g::nodeagent::read_agent_map(agent_map_path_);
     }
 
     int interval() const { return model_ ? model_->admission.curtail_interval_sec : 5; }
@@ -299,12 +261,7 @@ class Controller {
                 feed_->refresh(std::time(nullptr));
                 feed_->start(ap.signals_poll_sec);
             }
-            token_.clear();
-            if (!ap.node_agent_token_file.empty()) {
-                token_ = read_text(ap.node_agent_token_file);
-                while (!token_.empty() && (token_.back() == '\n' || token_.back() == '\r' || token_.back() == ' '))
-                    token_.pop_back();
-            }
+            token_ = m2g::nodeagent::read_token(ap.node_agent_token_file);
             log("m2g.conf " + conf_ + " loaded: CurtailMode=" + m2g::to_string(ap.curtail_mode) + ", " +
                 std::to_string(model_->nodes.size()) + " nodes, every " + std::to_string(ap.curtail_interval_sec) +
                 " s" + (ap.signals_file.empty() ? ", no SignalsFile (m2g.conf budgets only)" : ", signals " +
@@ -323,7 +280,7 @@ class Controller {
         if (addrs_.empty() || !addrs_.count(node))
             addrs_ = m2g::node_addresses();
         const auto a = addrs_.find(node);
-        return expand_url(model_->admission.node_agent_url, node, a == addrs_.end() ? node : a->second);
+        return m2g::nodeagent::expand_url(model_->admission.node_agent_url, node, a == addrs_.end() ? node : a->second);
     }
 
     void audit(const m2g::CurtailAction& a, const std::string& mode, const std::string& result, int64_t now)

@@ -218,6 +218,22 @@ sub I1 -N2 --gres=gpu:4 --exclusive --m2g-class=inference -t 10 --wrap 'sleep 20
 sub I2 -N2 --gres=gpu:4 --exclusive --m2g-class=inference -t 10 --wrap 'sleep 200'
 all_running() { local j; for j in "$T1" "$T2" "$T3" "$T4" "$I1" "$I2"; do [[ $(st "$j") == RUNNING ]] || return 1; done; }
 ok "wait_until 60 all_running" "setup: 6 jobs run on 16 of 18 nodes"
+
+# m2g forecast --measured-power: the running jobs' draw from the same node
+# agents (64 busy GPUs x 400 W), not their classes' estimates.
+M2G=$BUILD/src/cli/m2g
+rc=0; "$M2G" forecast --json --samples 1 --horizon 0.25 --step 5 --agent-map "$AGENTS" >"$T/fc-measured.json" \
+	2>"$T/fc-measured.err" || rc=$?
+is "$rc" 0 "forecast --agent-map: exits 0"
+((rc == 0)) || diag "$(head -c 600 "$T/fc-measured.err")"
+read -r note now_kw < <(python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+site = next(b for b in d["power"] if b["scope"] == "site")
+print(d["notes"][0].split(";")[0].replace(" ", "_"), site["p50_kw"][0])' "$T/fc-measured.json" 2>/dev/null) || true
+is "$note" "--measured-power:_the_draw_of_6_of_6_running_jobs_from_16_of_16_node_agents" \
+	"forecast --agent-map: every running job's draw came from its nodes' agents"
+ok "python3 -c 'import sys; sys.exit(abs(float(sys.argv[1]) - 25.6) > 0.3)' '${now_kw:-0}'" \
+	"forecast --agent-map: the site draw now is the agents' (${now_kw:-?} kW; 64 GPUs x 400 W = 25.6 kW)"
 busy() { ! under "$(draw)" 25; }
 check "setup: the BMS sees the jobs' GPUs busy (over 25 kW of a $BUDGET kW budget)" wait_until 20 busy
 diag "site draw: $(draw) kW"

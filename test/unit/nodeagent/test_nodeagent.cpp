@@ -17,12 +17,14 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "discover/nvml.hpp"
 #include "nodeagent/agent.hpp"
+#include "nodeagent/agents.hpp"
 #include "nodeagent/client.hpp"
 #include "nodeagent/nvml_power.hpp"
 #include "nodeagent/server.hpp"
@@ -616,6 +618,24 @@ TEST_F(NodeAgentCore, HttpClientEndToEnd)
     EXPECT_DOUBLE_EQ(p.gpus[3].default_limit_w, 1200);
     EXPECT_TRUE(p.caps.empty());
 
+    // What m2g forecast --measured-power reads: the mean draw of job 4242's
+    // GPUs; an agent that does not answer is named, not fatal.
+    const na::JobDraw d = na::job_gpu_draw({{"r01n01", url}, {"r01n02", "http://127.0.0.1:1"}}, "tok-123", 2000);
+    EXPECT_EQ(d.asked, 2);
+    EXPECT_EQ(d.answered, 1);
+    ASSERT_EQ(d.errors.size(), 1u);
+    EXPECT_EQ(d.errors[0].rfind("r01n02: ", 0), 0u) << d.errors[0];
+    ASSERT_EQ(d.w_gpu.count(4242), 1u);
+    double sum = 0;
+    int n = 0;
+    for (const na::GpuPower& g : p.gpus)
+        if (std::find(g.jobs.begin(), g.jobs.end(), 4242u) != g.jobs.end()) {
+            sum += g.draw_w;
+            ++n;
+        }
+    ASSERT_GT(n, 0);
+    EXPECT_DOUBLE_EQ(d.w_gpu.at(4242), sum / n);
+
     na::CapResult c = na::set_cap(url, "tok-123", 4242, 100, 5000);
     EXPECT_EQ(c.job_id, 4242u);
     EXPECT_DOUBLE_EQ(c.requested_w, 100);
@@ -652,6 +672,30 @@ TEST_F(NodeAgentCore, HttpClientEndToEnd)
         EXPECT_TRUE(has(e.what(), "HTTP 401: no Authorization header"));
     }
     EXPECT_THROW(na::set_cap(url, "tok-123", 4242, -1, 5000), m2g::Error);
+}
+
+// The agent map of m2g-curtaild and m2g forecast --agent-map, and
+// NodeAgentURL='s %n and %a.
+TEST(NodeAgentClient, AgentMapAndUrlPattern)
+{
+    char dir[] = "/tmp/m2g-agentmap-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    const std::string good = std::string(dir) + "/good", bad = std::string(dir) + "/bad";
+    std::ofstream(good) << "# node url\nr01n01 http://10.0.0.7:6830\n\nr01n02 https://n2:6830  # tls\n";
+    std::ofstream(bad) << "r01n01 http://10.0.0.7:6830\nr01n02 10.0.0.8:6830\n";
+    const auto m = na::read_agent_map(good);
+    EXPECT_EQ(m, (std::map<std::string, std::string>{{"r01n01", "http://10.0.0.7:6830"},
+                                                     {"r01n02", "https://n2:6830"}}));
+    try {
+        na::read_agent_map(bad);
+        FAIL();
+    } catch (const m2g::Error& e) {
+        EXPECT_TRUE(has(e.what(), bad + ":2: expected \"NODE URL\"")) << e.what();
+    }
+    EXPECT_EQ(na::expand_url("http://%a:6830/%n", "r01n01", "10.0.0.7"), "http://10.0.0.7:6830/r01n01");
+    std::remove(good.c_str());
+    std::remove(bad.c_str());
+    rmdir(dir);
 }
 
 TEST(NodeAgentClient, UnreachableAgent)
