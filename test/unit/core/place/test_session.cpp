@@ -116,6 +116,14 @@ class Session : public testing::Test {
                                [this](int mi) { return free_.at(mi); }, mode, now_);
     }
 
+    // A run-now test of prefer:nvlink job `id` (2 nodes) at time t.
+    Outcome prefer_at(uint32_t id, int64_t t)
+    {
+        JobFacts f = job("prefer:nvlink", 2);
+        f.job_id = id;
+        return session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, t);
+    }
+
     std::string joined_logs() const
     {
         std::string out;
@@ -369,16 +377,11 @@ TEST_F(Session, PreferClocksOfVanishedJobsAreForgotten)
 {
     load();
     free_ = {4, 0, 4, 0, 4, 0, 4, 0};
-    auto at = [&](uint32_t id, int64_t t) {
-        JobFacts f = job("prefer:nvlink", 2);
-        f.job_id = id;
-        return session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, t);
-    };
-    at(1, now_);
-    at(2, now_);
+    prefer_at(1, now_);
+    prefer_at(2, now_);
     EXPECT_EQ(session_.prefer_clocks(), 2u);
-    at(2, now_ + 80000);          // job 2 still tested
-    at(3, now_ + 86400 + 3600);  // an hour later, a sweep: job 1 was last seen over a day ago
+    prefer_at(2, now_ + 80000);         // job 2 still tested
+    prefer_at(3, now_ + 86400 + 3600);  // an hour later, a sweep: job 1 was last seen over a day ago
     EXPECT_EQ(session_.prefer_since(1), 0);
     EXPECT_EQ(session_.prefer_since(2), now_);
     EXPECT_EQ(session_.prefer_clocks(), 2u);
@@ -392,17 +395,12 @@ TEST_F(Session, PreferClocksOfJobsStillSeenStay)
 {
     load();
     free_ = {4, 0, 4, 0, 4, 0, 4, 0};
-    auto at = [&](uint32_t id, int64_t t) {
-        JobFacts f = job("prefer:nvlink", 2);
-        f.job_id = id;
-        return session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, t);
-    };
-    at(1, now_);
-    at(2, now_);
+    prefer_at(1, now_);
+    prefer_at(2, now_);
     EXPECT_EQ(session_.prefer_clocks(), 2u);
     session_.still_waiting(1, now_ + 80000);
     session_.still_waiting(3, now_ + 80000);  // no clock: none is made
-    at(2, now_ + 86400 + 3600);  // a sweep: job 1 was seen 10,000 s ago, job 2 over a day ago
+    prefer_at(2, now_ + 86400 + 3600);  // a sweep: job 1 was seen 10,000 s ago, job 2 over a day ago
     EXPECT_EQ(session_.prefer_since(1), now_);
     EXPECT_EQ(session_.prefer_since(2), now_ + 86400 + 3600);  // forgotten, then started again
     EXPECT_EQ(session_.prefer_since(3), 0);
