@@ -315,13 +315,13 @@ while (( $(date +%s) < E2_START )); do sleep 0.5; done
 sample_event "$E2_START" $((E2_START + 15)) "$busy_budget"
 diag "event 2 (meter log): under budget after $RESP s ($NREAD readings, longest gap $GAP s)"
 ok "at_most 0 $RESP && at_most $RESP 30" "3: with one agent down and one failing NVML calls, the site is under budget within 30 s (after $RESP s)"
-ok "tail -n +$((a0 + 1)) '$AUDIT' | grep -q '\"job\":$T1,\"step\":\"cap\".*\"result\":\"failed: '" \
+ok "tail -n +$((a0 + 1)) '$AUDIT' | grep '\"job\":$T1,\"step\":\"cap\".*\"result\":\"failed: '" \
 	"3: the cap on the job whose node agent is down is logged as failed"
-ok "tail -n +$((a0 + 1)) '$AUDIT' | grep -q '\"job\":$T2,\"step\":\"cap\".*\"result\":\"failed: .*NVML'" \
+ok "tail -n +$((a0 + 1)) '$AUDIT' | grep '\"job\":$T2,\"step\":\"cap\".*\"result\":\"failed: .*NVML'" \
 	"3: the cap the agent could not apply through NVML is logged as failed, with NVML's error"
-ok "tail -n +$((a0 + 1)) '$AUDIT' | grep -Eq '\"job\":($T1|$T2),\"step\":\"suspend\".*\"result\":\"ok\"'" \
+ok "tail -n +$((a0 + 1)) '$AUDIT' | grep -E '\"job\":($T1|$T2),\"step\":\"suspend\".*\"result\":\"ok\"'" \
 	"3: a job whose cap could not be applied was suspended instead (the first to stop)"
-ok "! tail -n +$((a0 + 1)) '$AUDIT' | grep -Eq '\"job\":($T3|$T4),\"step\":\"suspend\"'" \
+ok "! tail -n +$((a0 + 1)) '$AUDIT' | grep -E '\"job\":($T3|$T4),\"step\":\"suspend\"'" \
 	"3: the jobs whose caps held were not suspended"
 stop_bms
 stale() { (( $(feed_age) > TTL )); }

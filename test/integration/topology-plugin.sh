@@ -155,7 +155,9 @@ reason() {
 		sed -n "1{s/^m2g: //;s|$T/reason.conf|$CONF|g;p}"
 }
 # log_after N PATTERN: PATTERN (fixed string) in the slurmd log after its first N lines.
-log_after() { tail -n +"$(($1 + 1))" "$SLOG" | grep -qF -- "$2"; }
+# grep reads all of tail's output (not -q): under pipefail, tail's SIGPIPE on a
+# log larger than a pipe's buffer would fail the check when grep stops early.
+log_after() { tail -n +"$(($1 + 1))" "$SLOG" | grep -F -- "$2" >/dev/null; }
 # wait_log N PATTERN [TIMEOUT]
 wait_log() {
 	local deadline=$((SECONDS + ${3:-60} * TB_TIMEOUT_SCALE))
