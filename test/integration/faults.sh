@@ -176,7 +176,9 @@ is "$(($(log_count 'm2g: admission: signals feed corrupt') - e0))/$(($(log_count
 gpu_job c1 --hold --m2g-class=training --wrap true
 ok "[[ '$(admin_comment "$c1")' == *cause=dr-keep* ]]" "1a: while corrupt, the last good snapshot's event still defers deferrable work"
 rm -f "$FEED"; mkdir "$FEED"                                               # a directory
-wait_until 5 status_is missing
+# A poll between rm and mkdir sees no file first: the status then follows
+# the new cause at the next poll (the state stays missing).
+wait_until 10 grep -q 'not a regular file' "$STATUS"
 ok "status_is missing && grep -q 'not a regular file' '$STATUS'" "1a: a directory where the feed should be counts as missing"
 rmdir "$FEED"
 survived "1a corrupt feeds"

@@ -326,6 +326,7 @@ void SignalFeed::write_status(const SignalsView& v, const Published& p, int64_t 
     status_written_ = true;
     status_state_ = v.state;
     status_failsafe_ = v.failsafe;
+    status_error_ = p.error;
     status_generation_ = generation_;
 }
 
@@ -405,8 +406,12 @@ bool SignalFeed::refresh(int64_t now)
         if (new_error)
             log_line(LogLevel::Error, "signals feed " + v.detail);
         log_transition(v, new_error, now);
-        if (!status_path_.empty() && (!status_written_ || new_error || v.state != status_state_ ||
-                                      v.failsafe != status_failsafe_ || generation_ != status_generation_))
+        // The status file follows every change an operator would read:
+        // state, fail-safe, a new snapshot, a new error, or a new cause
+        // within the same state (the feed gone, then a directory in its place).
+        if (!status_path_.empty() &&
+            (!status_written_ || new_error || v.state != status_state_ || v.failsafe != status_failsafe_ ||
+             generation_ != status_generation_ || pub->error != status_error_))
             write_status(v, *pub, now);
         return published;
     } catch (const std::exception& e) {

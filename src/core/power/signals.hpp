@@ -199,6 +199,7 @@ class SignalFeed {
     std::string status_path_;
     FeedState status_state_ = FeedState::NotConfigured;  // as last written
     bool status_failsafe_ = false;
+    std::string status_error_;        // as last written: a new cause in the same state rewrites it
     uint64_t generation_ = 0;         // +1 per published snapshot
     uint64_t status_generation_ = 0;  // as last written
     bool status_written_ = false;

@@ -1009,6 +1009,16 @@ TEST_F(FeedTest, StatusFileRoundTrip)
     EXPECT_EQ(theirs.state, FeedState::Missing);
     EXPECT_EQ(theirs.snap, nullptr);
     EXPECT_EQ(theirs.detail, g.view(kNow).detail);
+
+    // Still missing, for another reason (a directory where the feed was):
+    // the status says the new one (the state alone did not change).
+    ASSERT_EQ(::mkdir(path_.c_str(), 0755), 0);
+    g.refresh(kNow + 1);
+    theirs = read_feed_status(status, model(), 300, kNow + 1);
+    EXPECT_EQ(theirs.state, FeedState::Missing);
+    EXPECT_NE(theirs.detail.find("not a regular file"), std::string::npos) << theirs.detail;
+    EXPECT_EQ(theirs.detail, g.view(kNow + 1).detail);
+    ASSERT_EQ(::rmdir(path_.c_str()), 0);
 }
 
 TEST_F(FeedTest, StatusFileErrors)
