@@ -204,13 +204,13 @@ std::string Engine::count_units(const PlacementRequest& req)
             excluded_[g] = 1;
         else if (d != kNone && !state.domain_over_limit.empty() && state.domain_over_limit[d])
             excluded_[g] = 2;
-        if (excluded_[g] && free_[g] > 0)
+        if (excluded_[g] && free_[g] > 0 && req.explain)
             avoided += (avoided.empty() ? "" : ", ") + group_name(static_cast<int>(g)) +
                        (excluded_[g] == 1 ? " (NVLink fault)" : " (over its power or thermal limit)");
         const int spare = groups_[g].domain != kNone ? req.spare_per_domain : 0;
         units_[g] = excluded_[g] ? 0 : std::max(0, free_[g] - spare) / unit_;
     }
-    if (degraded)
+    if (degraded && req.explain)
         avoided += (avoided.empty() ? "" : ", ") + std::to_string(degraded) + " degraded node" + (degraded > 1 ? "s" : "");
     return avoided;
 }
@@ -396,6 +396,10 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
             most = static_cast<int>(g);
 
     if (group < 0 && sw < 0) {
+        out.wait = WaitCause::Nodes;
+        out.need = req.nodes;
+        if (!req.explain)
+            return out;
         int total = 0;
         for (int u : units_)
             total += u;
@@ -406,8 +410,6 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
             r << "; avoided: " << avoided;
         r << ")";
         out.reason = r.str();
-        out.wait = WaitCause::Nodes;
-        out.need = req.nodes;
         return out;
     }
     take(group, sw, need, out);
@@ -434,12 +436,14 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
         out.ok = false;
         out.wait = req.level == LocalityLevel::NVLink ? WaitCause::NvlinkDomain : WaitCause::Switch;
         out.need = req.nodes;
-        out.reason = wait_reason(req, out, most, avoided);
+        if (req.explain)
+            out.reason = wait_reason(req, out, most, avoided);
         out.nodes.clear();
         return out;
     }
     out.ok = true;
-    out.reason = placed_reason(req, out, avoided);
+    if (req.explain)
+        out.reason = placed_reason(req, out, avoided);
     return out;
 }
 

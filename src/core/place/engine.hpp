@@ -40,6 +40,7 @@ struct PlacementRequest {
     LocalityLevel level = LocalityLevel::NVLink;
     bool fallback = false;   // prefer: the wait is over, best effort is accepted
     int spare_per_domain = 0;
+    bool explain = true;     // false: a probe nobody reads; Placement::reason stays empty
 };
 
 struct Placement {

@@ -392,7 +392,14 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
     // Placements on nodes free now come first, also when planning, so
     // backfill starts what can start now; planning then looks further.
     fill_usable(true);
-    Placement p = engine_->place(req, usable_, state);
+    // Will-run with FreeAt looks further when this fails, and its answer
+    // carries its own reason: this one is a probe until it places.
+    const bool looks_further = mode == SelectMode::WillRun && free_at;
+    PlacementRequest first = req;
+    first.explain = !looks_further;
+    Placement p = engine_->place(first, usable_, state);
+    if (p.ok && looks_further)
+        p = engine_->place(req, usable_, state);
     if (!p.ok && prefer && !req.fallback && run_now) {
         // Short of its intent: could it start now on a lesser placement?
         // Then its clock starts (or runs on), and once it has run out the
@@ -576,7 +583,10 @@ int64_t PlacementSession::clock_of(const JobFacts& job, int64_t now)
 // soonest. The allowed nodes' free times, ascending, are tried by bisection
 // for the first at which the engine places the job on the nodes free by
 // then (more free nodes never make a placement fail); the placement at that
-// time. !ok when even every allowed node is not enough.
+// time. !ok when even every allowed node is not enough. The bisection
+// starts at the first time with as many allowed nodes free as the job
+// asks for (the engine never places it on fewer), and its probes skip the
+// reason text: only the answer's is read, and it is placed again with it.
 Placement PlacementSession::earliest_placement(const PlacementRequest& req, const ClusterState& state,
                                                const FreeAt& free_at, int64_t now)
 {
@@ -588,29 +598,32 @@ Placement PlacementSession::earliest_placement(const PlacementRequest& req, cons
             times_.push_back(free_time_[mi]);
         }
     std::sort(times_.begin(), times_.end());
-    times_.erase(std::unique(times_.begin(), times_.end()), times_.end());
     if (times_.empty())
         return Placement{};
-    auto place_by = [&](size_t k) {
+    // The time by which req.nodes allowed nodes are free (the last when never).
+    const int64_t enough = times_[std::min(times_.size(), static_cast<size_t>(std::max(req.nodes, 1))) - 1];
+    times_.erase(std::unique(times_.begin(), times_.end()), times_.end());
+    auto place_by = [&](size_t k, const PlacementRequest& r) {
         for (size_t mi = 0; mi < allowed_.size(); ++mi)
             usable_[mi] = allowed_[mi] && free_time_[mi] <= times_[k];
-        return engine_->place(req, usable_, state);
+        return engine_->place(r, usable_, state);
     };
-    size_t lo = 0, hi = times_.size() - 1;
-    Placement best = place_by(hi);
+    size_t lo = static_cast<size_t>(std::lower_bound(times_.begin(), times_.end(), enough) - times_.begin());
+    size_t hi = times_.size() - 1;
+    Placement best = place_by(hi, req);
     if (!best.ok)
         return best;
+    PlacementRequest probe = req;
+    probe.explain = false;
+    const size_t last = hi;
     while (lo < hi) {
         const size_t mid = lo + (hi - lo) / 2;
-        Placement q = place_by(mid);
-        if (q.ok) {
+        if (place_by(mid, probe).ok)
             hi = mid;
-            best = std::move(q);
-        } else {
+        else
             lo = mid + 1;
-        }
     }
-    return best;
+    return hi == last ? best : place_by(hi, req);
 }
 
 }  // namespace m2g

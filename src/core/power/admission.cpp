@@ -713,8 +713,9 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
 
     if (s) {
         // Heat: mean GPU temperature of the rack's known nodes; a rack
-        // with a hot or critical node sorts after every other.
-        for (size_t d = 0; d < m.domains.size(); ++d) {
+        // with a hot or critical node sorts after every other (a feed
+        // without thermal data leaves every rack at 0).
+        for (size_t d = 0; d < m.domains.size() && !s->thermal.empty(); ++d) {
             double sum = 0;
             int known = 0;
             bool hot = false;

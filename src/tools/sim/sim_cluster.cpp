@@ -436,6 +436,9 @@ double Simulator::plan_len(int j) const
 
 const std::vector<std::pair<double, int>>& Simulator::planned_ends()
 {
+    if (plan_ends_version == running_version)
+        return plan_ends_;
+    plan_ends_version = running_version;
     plan_ends_.clear();
     for (const auto& [end, j] : running)
         plan_ends_.emplace_back(plan_end(j), j);

@@ -225,6 +225,7 @@ void Simulator::advance(int j, double t)
 
 void Simulator::set_end(int j, double end)
 {
+    ++running_version;
     if (in_running[j])
         running.erase(running.find({jobs[j].end, j}));
     in_running[j] = 0;
@@ -323,6 +324,7 @@ void Simulator::requeue(int j, double t)
     drop_live(j);
     if (in_running[j])
         running.erase(running.find({job.end, j}));
+    ++running_version;
     in_running[j] = 0;
     job.end = -1;
     for (int n : job.placed)

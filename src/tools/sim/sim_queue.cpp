@@ -141,6 +141,7 @@ void Simulator::run_events()
                 drop_live(e.job);
                 ++inputs;
                 running.erase(running.find({job.end, e.job}));
+                ++running_version;
                 in_running[e.job] = 0;
                 for (int n : job.placed)
                     adjust_node(n, job.gpus_per_node);
@@ -152,6 +153,7 @@ void Simulator::run_events()
                 last_end = std::max(last_end, now);
             } else if (e.kind == kEnd) {
                 running.erase(running.find({job.end, e.job}));
+                ++running_version;
                 for (int n : job.placed)
                     adjust_node(n, job.gpus_per_node);
                 ++version;
@@ -310,6 +312,7 @@ void Simulator::start_job(int j, double now)
         job.end = now + duration[j];
     }
     running.emplace(job.end, j);
+    ++running_version;
     events.push({job.end, kEnd, j});
     book_power(job, 1);
     if (!job.deferrable)
@@ -384,18 +387,24 @@ void Simulator::queue_job(int j, double now)
 // will-run test then starts it when the last of them is free: `shadow`.
 // 1: reserved; 0: the session placed it nowhere; -1: the session left it
 // to cons_tres (locality any, or a prefer job's best effort): the caller
-// walks the end times with the tree placer, as cons_tres would.
-int Simulator::will_run_free_at(int head, double now, double& shadow)
+// walks the end times with the tree placer, as cons_tres would. `held`:
+// a node bitmap kept out of the offer (Slurm's backfill: the nodes other
+// reservations hold during the job's run).
+int Simulator::will_run_free_at(int head, double now, double& shadow, const uint64_t* held)
 {
     const SimJobResult& h = jobs[head];
     const int g = std::max(h.gpus_per_node, 1);
-    node_end.assign(m.nodes.size(), now);
-    for (const auto& [end, j] : planned_ends())
-        for (int n : jobs[j].placed)
-            node_end[n] = std::max(node_end[n], end);
+    if (node_end_version != running_version) {  // when each node's running jobs end (0: none runs)
+        node_end_version = running_version;
+        node_end.assign(m.nodes.size(), 0);
+        for (const auto& [end, j] : planned_ends())
+            for (int n : jobs[j].placed)
+                node_end[n] = std::max(node_end[n], end);
+    }
     fut_offer.resize(m.nodes.size());
     for (size_t n = 0; n < m.nodes.size(); ++n)
-        fut_offer[n] = node_ok[n] && m.nodes[n].gpus >= g;
+        fut_offer[n] = node_ok[n] && m.nodes[n].gpus >= g &&
+                       !(held && (held[n / 64] >> (n % 64) & 1));
     const int total = static_cast<int>(std::count(fut_offer.begin(), fut_offer.end(), uint8_t(1)));
     const FreeAt free_at = [&](int n) { return node_end[n] <= now ? 0 : epoch(node_end[n]); };
     const Outcome o = select->decide(facts_of(head), fut_offer, total, [&](int n) { return node_free[n]; },
@@ -696,28 +705,40 @@ bool Simulator::backfill_one(int j, int head, double now)
 {
     const size_t words = blocked_bits.size();
     const double len = plan_len(j);
-    double t = now;
+    double t = now, s_held = now;
     bool started = false;
     // Each round moves t later: to the start the walk found, or past
     // a reservation that blocked every placement.
     for (int round = 0; round < 64 && !started; ++round) {
         blocked_during(t, t + len);
-        hide_nodes(blocked, true);  // nothing below changes `blocked`
-        std::fill(usable_version.begin(), usable_version.end(), 0);  // the caches of this hidden set
-        failed.clear();
-        reserved_free_version = 0;
+        // The held nodes leave the state (hidden) for the tests below; past
+        // now, select/m2g's will-run alone asks, and they leave its offer.
+        bool hidden = false;
+        auto hide = [&] {
+            hidden = true;
+            hide_nodes(blocked, true);  // nothing below changes `blocked`
+            std::fill(usable_version.begin(), usable_version.end(), 0);  // the caches of this hidden set
+            failed.clear();
+            reserved_free_version = 0;
+        };
+        int answer = -1;
+        if (select && t > now)
+            answer = will_run_free_at(j, now, s_held, blocked_bits.data());
+        if (answer < 0)
+            hide();
         if (t == now && j != head && jobs[j].nodes <= usable_nodes(jobs[j].gpus_per_node))
             started = try_place(j, now);
-        double s = now;
-        bool found = false;
+        double s = answer == 1 ? s_held : now;
+        bool found = answer == 1;
         if (!started && t > now && !select && jobs[j].nodes <= usable_nodes(jobs[j].gpus_per_node) &&
             placer->place(jobs[j].nodes, usable_for(jobs[j].gpus_per_node), picked)) {
             reserved = picked;  // free now, and no reservation holds them from t
             found = true;
         }
-        if (!started && !found)
+        if (!started && !found && answer < 0)
             found = reserve_head(j, now, s);
-        hide_nodes(blocked, false);
+        if (hidden)
+            hide_nodes(blocked, false);
         if (started)
             break;
         double next = -1;  // the end of the first reservation in the way

@@ -113,7 +113,7 @@ class Simulator {
     void enqueue(int j);
     void queue_job(int j, double now);
     bool reserve_head(int head, double now, double& shadow);
-    int will_run_free_at(int head, double now, double& shadow);
+    int will_run_free_at(int head, double now, double& shadow, const uint64_t* held = nullptr);
     void hide_reserved(bool hide);
     void hide_nodes(const std::vector<int>& nodes, bool hide);
     void blocked_during(double t0, double t1);
@@ -214,6 +214,7 @@ class Simulator {
     std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
     std::list<int> queue;                           // eligible waiting jobs, FCFS (job index order)
     std::multiset<std::pair<double, int>> running;  // (end, job)
+    uint64_t running_version = 1;  // moves with every change to `running` (planned_ends' cache)
     double power_integral = 0, over_integral = 0;
     struct Segment {
         double t0, t1;
@@ -273,7 +274,9 @@ class Simulator {
     std::vector<int> fut_free, fut_try;
     std::vector<uint8_t> fut_offer;
     std::vector<double> node_end;  // will_run_free_at: per node, when its running jobs have ended
+    uint64_t node_end_version = 0;  // the running_version node_end was built for
     std::vector<std::pair<double, int>> plan_ends_;  // planned_ends()
+    uint64_t plan_ends_version = 0;  // the running_version plan_ends_ was built for
     std::vector<std::vector<uint8_t>> usable_outside;
     std::vector<uint64_t> usable_outside_version;
     std::set<std::tuple<int, int, int, int>> failed_outside;

@@ -161,7 +161,47 @@ std::vector<uint8_t> eight_free_per_rack(const Model& m)
     return usable;
 }
 
+// The first rack's NVLink is down.
+ClusterState first_rack_nvlink_fault(const Model& m)
+{
+    ClusterState st;
+    st.domain_nvlink_fault.assign(m.domains.size(), 0);
+    st.domain_nvlink_fault[0] = 1;
+    return st;
+}
+
 }  // namespace
+
+// A probe (explain = false) places exactly as the explained request and
+// waits for the same typed cause; only the sentence is left out (the
+// will-run bisection reads none of its probes' words).
+TEST(Placement, ProbesPlaceAsExplainedRequestsWithoutWords)
+{
+    Model m = load_model(M2G_FIXTURES "/nvl72-8rack.conf");
+    Engine e(m);
+    const std::vector<uint8_t> usable = eight_free_per_rack(m);
+    const ClusterState faulty = first_rack_nvlink_fault(m);
+    for (const char* r : {"nodes=6,topology=strict", "nodes=12,topology=prefer", "nodes=12,topology=prefer,fallback=yes",
+                          "nodes=70,topology=any", "nodes=20,segment=8"}) {
+        for (const ClusterState& st : {ClusterState{}, faulty}) {
+            SCOPED_TRACE(r);
+            PlacementRequest req = parse_request(r, 4);
+            const Placement said = e.place(req, usable, st);
+            req.explain = false;
+            const Placement probe = e.place(req, usable, st);
+            EXPECT_EQ(probe.ok, said.ok);
+            EXPECT_EQ(probe.nodes, said.nodes);
+            EXPECT_EQ(probe.domains_used, said.domains_used);
+            EXPECT_EQ(probe.score, said.score);
+            EXPECT_EQ(probe.wait, said.wait);
+            EXPECT_EQ(probe.need, said.need);
+            EXPECT_FALSE(said.reason.empty());
+            if (said.wait != WaitCause::Other) {  // a request the engine cannot serve says why either way
+                EXPECT_TRUE(probe.reason.empty()) << probe.reason;
+            }
+        }
+    }
+}
 
 TEST(Placement, PreferFallsBackOnlyAfterItsWait)
 {
@@ -184,9 +224,7 @@ TEST(Placement, WaitsCarryATypedCause)
     Model m = load_model(M2G_FIXTURES "/nvl72-8rack.conf");
     Engine e(m);
     const std::vector<uint8_t> usable = eight_free_per_rack(m);
-    ClusterState faulty;
-    faulty.domain_nvlink_fault.assign(m.domains.size(), 0);
-    faulty.domain_nvlink_fault[0] = 1;
+    const ClusterState faulty = first_rack_nvlink_fault(m);
     PlacementRequest none;
     none.nodes = 0;
     struct Want {

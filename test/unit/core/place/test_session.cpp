@@ -237,6 +237,7 @@ TEST_F(Session, WillRunPlansOnTheDomainThatFreesFirst)
                                       now_, free_at);
     ASSERT_EQ(o.offer, Offer::Narrowed);
     EXPECT_EQ(o.nodes, (std::vector<int>{2, 3}));  // d2: n4 ends first
+    EXPECT_NE(o.reason.find("best fit"), std::string::npos) << o.reason;  // the answer's own words, not a probe's
     // A 4-node job needs two domains under one leaf: d3+d4 (free at +300)
     // before d1+d2 (+500).
     const Outcome four = session_.decide(job("strict:leaf", 4), offered_, 8,
