@@ -616,6 +616,21 @@ Placement PlacementSession::earliest_placement(const PlacementRequest& req, cons
     PlacementRequest probe = req;
     probe.explain = false;
     const size_t last = hi;
+    // Try the likeliest time first (likely_start()). The engine confirms
+    // it (places at it, not at the time before); otherwise it narrows the
+    // bisection, whose answer it cannot change.
+    const int64_t guess = likely_start(req, times_[lo]);
+    if (guess > 0 && lo < hi) {
+        const size_t k = static_cast<size_t>(std::lower_bound(times_.begin(), times_.end(), guess) - times_.begin());
+        if (k >= lo && k < hi) {
+            if (!place_by(k, probe).ok)
+                lo = k + 1;
+            else if (k == lo || !place_by(k - 1, probe).ok)
+                lo = hi = k;
+            else
+                hi = k - 1;
+        }
+    }
     while (lo < hi) {
         const size_t mid = lo + (hi - lo) / 2;
         if (place_by(mid, probe).ok)
@@ -624,6 +639,38 @@ Placement PlacementSession::earliest_placement(const PlacementRequest& req, cons
             lo = mid + 1;
     }
     return hi == last ? best : place_by(hi, req);
+}
+
+// earliest_placement()'s first guess, `enough` the first time with as many
+// allowed nodes free as the job asks for. A job of one node, or one that
+// accepts any placement, most often starts then. A job that must fit in
+// one NVLink domain (no segments), when the first domain has its nodes
+// free. Other jobs: 0, no guess. Only a guess: spare nodes, health and
+// power limits are the engine's to weigh.
+int64_t PlacementSession::likely_start(const PlacementRequest& req, int64_t enough)
+{
+    const bool must = req.locality == Locality::Strict || (req.locality == Locality::Prefer && !req.fallback);
+    if (!must || req.nodes < 2)
+        return enough;
+    if (req.level != LocalityLevel::NVLink || req.segment > 0)
+        return 0;
+    const Model& m = *model_;
+    int64_t best = 0;
+    for (const Domain& d : m.domains) {
+        if (static_cast<int>(d.nodes.size()) < req.nodes)
+            continue;
+        domain_times_.clear();
+        for (int mi : d.nodes)
+            if (allowed_[static_cast<size_t>(mi)])
+                domain_times_.push_back(free_time_[static_cast<size_t>(mi)]);
+        if (static_cast<int>(domain_times_.size()) < req.nodes)
+            continue;
+        auto nth = domain_times_.begin() + (req.nodes - 1);
+        std::nth_element(domain_times_.begin(), nth, domain_times_.end());
+        if (best == 0 || *nth < best)
+            best = *nth;
+    }
+    return best;
 }
 
 }  // namespace m2g

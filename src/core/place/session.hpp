@@ -248,6 +248,7 @@ class PlacementSession {
                         const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at);
     Placement earliest_placement(const PlacementRequest& req, const ClusterState& state, const FreeAt& free_at,
                                  int64_t now);
+    int64_t likely_start(const PlacementRequest& req, int64_t enough);
     JobIntent intent_of(const JobFacts& job);
     int64_t clock_of(const JobFacts& job, int64_t now);
     void replace_model(std::unique_ptr<Model> m);
@@ -286,6 +287,7 @@ class PlacementSession {
     std::vector<uint8_t> allowed_;   // per model node
     std::vector<int64_t> free_time_;  // per model node: earliest_placement()'s
     std::vector<int64_t> times_;
+    std::vector<int64_t> domain_times_;  // likely_start()'s
     std::vector<double> started_kw_;  // per domain
     std::vector<double> heat_;        // per domain
     struct DecodedIntent {

@@ -254,6 +254,22 @@ TEST_F(Session, WillRunPlansOnTheDomainThatFreesFirst)
               Offer::Refuse);
 }
 
+// The will-run answer tries first the time the first domain has the job's
+// nodes free; when the engine will not place there (d2's NVLink is down) the
+// answer is the next domain's, as without the guess.
+TEST_F(Session, WillRunLooksPastADomainThatFreesFirstButIsFaulted)
+{
+    write("health1.json", R"({"nvlink_fault": "d2"})");
+    load("HealthFile=" + dir_ + "/health1.json\n");
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};
+    const std::vector<int64_t> ends = {0, now_ + 500, 0, now_ + 100, 0, now_ + 300, 0, now_ + 200};
+    const FreeAt free_at = [&](int mi) { return ends.at(mi); };
+    const Outcome o = session_.decide(job("strict:nvlink", 2), offered_, 8,
+                                      [this](int mi) { return free_.at(mi); }, SelectMode::WillRun, now_, free_at);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.nodes, (std::vector<int>{6, 7}));  // d4, free at +200
+}
+
 TEST_F(Session, PreferJobFallsBackOnceItsWaitIsOver)
 {
     load();
