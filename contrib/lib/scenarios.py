@@ -870,7 +870,8 @@ def backfill_study(run, a, clusters, rev):
           "sample sd (min&ndash;max) over seeds %s, as in placement.md" % ", ".join(map(str, seeds)),
           "- **easy**: one reservation, the queue head's (the placement study's queue); **slurm**: "
           "`--backfill slurm`, every pending job planned in priority order up to bf_max_job_test 500, within "
-          "bf_window 1 day, bf_resolution 60 s, as Slurm 26.05's backfill.c `_attempt_backfill` (doc/simulator.md, "
+          "bf_window 1 day, bf_resolution 60 s, a pass every bf_interval 30 s when something changed, as Slurm "
+          "26.05's backfill.c `_attempt_backfill` and `backfill_agent` (doc/simulator.md, "
           "Slurm's backfill); jobs plan with their run times (no time limits), as in placement.md",
           "- %d racks (%d GPUs), every job `--m2g-class=training`, no power feed; policies as in placement.md" % (
               racks, racks * 72), ""]

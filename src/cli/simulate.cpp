@@ -268,6 +268,7 @@ Command add_backtest(CLI::App& app)
 Command add_simulate(CLI::App& app)
 {
     auto sim = std::make_shared<SimulateArgs>();
+    sim->opts.bf_interval_s = 30;  // Slurm's default (backfill.c BACKFILL_INTERVAL)
     auto* simulate = app.add_subcommand(
         "simulate", "Replay a job trace (Philly CSV or SWF) with FCFS + EASY backfill under a placement policy");
     add_conf_option(simulate, sim->conf, "--topology");
@@ -295,6 +296,10 @@ Command add_simulate(CLI::App& app)
                          "--backfill slurm: reservation ends rounded up to this many seconds (Slurm's "
                          "bf_resolution, default 60)")
         ->check(CLI::Range(0.0, 3600.0));
+    simulate->add_option("--bf-interval", sim->opts.bf_interval_s,
+                         "--backfill slurm: seconds between backfill passes, a pass running only when something "
+                         "changed since the last (Slurm's bf_interval, default 30; 0: a pass at every event)")
+        ->check(CLI::Range(0.0, 10800.0));
     simulate->add_option("--block-sizes", sim->block_sizes,
                          "block, block-seg: topology.conf's BlockSizes, node counts separated by commas (default: what "
                          "`m2g topology export --format=block` writes; slurm-default: none, Slurm's levels 0-3)");

@@ -117,6 +117,11 @@ struct SimOptions {
     bool backfill_slurm = false;
     double bf_window_s = 86400;     // Slurm's bf_window default, 1440 min
     double bf_resolution_s = 60;    // Slurm's bf_resolution default
+    // Slurm's bf_interval: a pass runs when this long has passed since the
+    // last one and something changed since (backfill.c backfill_agent,
+    // _more_work); the main scheduler's starts still come at every event.
+    // 0: a pass at every event.
+    double bf_interval_s = 0;
     // Signals timeline: one m2g.signals/v1 document. Its generated_at is
     // the wall-clock time of the trace's first submit; its events and
     // maintenance windows carry their own times; its budgets and health

@@ -110,6 +110,7 @@ void Simulator::run_events()
         bool edge = false;      // the timeline changes now
         bool tick_due = false;  // the curtailment controller's loop comes round
         bool pass = false;      // something Slurm and job_submit/m2g react to (not the controller's loop)
+        bool bf_due = false;    // bf_interval has passed since a backfill pass that left work
         while (!events.empty() && events.top().t == now) {
             const Event e = events.top();
             events.pop();
@@ -122,6 +123,11 @@ void Simulator::run_events()
             if (e.kind == kTick) {
                 tick_pending = false;
                 tick_due = true;
+                continue;
+            }
+            if (e.kind == kBackfill) {
+                bf_wake_pending = false;
+                bf_due = true;
                 continue;
             }
             if (e.kind == kActuate) {
@@ -193,6 +199,8 @@ void Simulator::run_events()
                     queue_job(j, now);
             requeued.clear();
             schedule(now);
+        } else if (bf_due && bf_more_work) {
+            backfill_pass(now);
         }
         bool planned = false;
         if (curtail && (tick_due || edge))
@@ -686,6 +694,32 @@ void Simulator::backfill_slurm(double now)
     kept = Kept{-1, 0, false, -1};
 }
 
+// Slurm's backfill agent (backfill.c backfill_agent): a pass runs when
+// bf_interval has passed since the last one ended and the jobs, nodes or
+// partitions changed since it began (_more_work: every scheduling event
+// here, and the starts of that pass, made at its own second). Too soon:
+// a kBackfill event brings the pass at the end of the interval.
+void Simulator::backfill_pass(double now)
+{
+    if (queue.empty() || free_gpus == 0)
+        return;  // the next change calls schedule() again
+    if (opts.bf_interval_s > 0 && bf_last >= 0 && now < bf_last + opts.bf_interval_s) {
+        if (!bf_wake_pending) {
+            events.push({bf_last + opts.bf_interval_s, kBackfill, -1});
+            bf_wake_pending = true;
+        }
+        return;
+    }
+    const size_t before = queue.size();
+    backfill_slurm(now);
+    bf_last = now;
+    bf_more_work = queue.size() != before;
+    if (bf_more_work && opts.bf_interval_s > 0 && !bf_wake_pending) {
+        events.push({now + opts.bf_interval_s, kBackfill, -1});
+        bf_wake_pending = true;
+    }
+}
+
 // Whether candidate j passes backfill_one's test for starting now against
 // the reservations planned so far: as many usable nodes with its GPUs free
 // outside those held during its run as it has nodes.
@@ -791,7 +825,8 @@ void Simulator::schedule(double now)
     if (queue.empty() || free_gpus == 0)
         return;
     if (opts.backfill_slurm) {
-        backfill_slurm(now);
+        bf_more_work = true;
+        backfill_pass(now);
         return;
     }
     // EASY backfill: the head's reservation, on nodes (reserve_head),

@@ -45,7 +45,7 @@ std::string num(double v);
 std::string num_t(double v);
 
 // At equal times: ends first. kActuate and kTick only with curtailment.
-enum EventKind { kEnd = 0, kSignal = 1, kSubmit = 2, kRelease = 3, kWake = 4, kActuate = 5, kTick = 6 };
+enum EventKind { kEnd = 0, kSignal = 1, kSubmit = 2, kRelease = 3, kWake = 4, kActuate = 5, kTick = 6, kBackfill = 7 };
 
 struct Event {
     double t;
@@ -118,6 +118,7 @@ class Simulator {
     void hide_nodes(const std::vector<int>& nodes, bool hide);
     void blocked_during(double t0, double t1);
     void backfill_slurm(double now);
+    void backfill_pass(double now);
     bool could_start_now(int j, double now);
     bool backfill_one(int j, int head, double now);
     bool reserved_free_at(int head, double t);
@@ -300,6 +301,12 @@ class Simulator {
     std::vector<int> blocked;
     std::vector<uint64_t> blocked_bits, picked_bits;
     std::vector<int> bf_deferred;          // candidates whose reservation waits (backfill_slurm)
+    // SimOptions::bf_interval_s: when the last pass ran, whether anything
+    // changed since (backfill.c _more_work), and whether a kBackfill event
+    // for the next pass is queued.
+    double bf_last = -1;
+    bool bf_more_work = false;
+    bool bf_wake_pending = false;
     uint64_t reserved_free_version = 0;    // 0: count them again
 };
 

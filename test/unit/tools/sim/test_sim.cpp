@@ -223,6 +223,29 @@ TEST(SimBackfill, SlurmReservesForEveryPendingJob)
     }
 }
 
+// Slurm's backfill runs every bf_interval, when something changed since
+// the last pass (backfill.c backfill_agent, _more_work), not at every
+// event. On backfill.csv with 30 s: the pass at 1 (j1's submit, the
+// first) reserves the cluster for j1 at 100; j2's submit at 2 comes too
+// soon after it, so j2 is backfilled by the pass at 31, not at 2. The main
+// scheduler's FCFS starts stay at their events (j1 at 100, j3 at 110).
+TEST(SimBackfill, SlurmPassesComeEveryBfInterval)
+{
+    for (SimPolicy p : kAll) {
+        SCOPED_TRACE(to_string(p));
+        SimOptions o;
+        o.backfill_slurm = true;
+        o.bf_resolution_s = 0;
+        o.bf_interval_s = 30;
+        const SimResult r = run("backfill.csv", p, o);
+        EXPECT_EQ(job(r, "j2").start, 31);
+        EXPECT_TRUE(job(r, "j2").backfilled);
+        EXPECT_EQ(job(r, "j1").start, 100);
+        EXPECT_EQ(job(r, "j3").start, 110);
+        EXPECT_EQ(r.backfilled, 1);
+    }
+}
+
 // Five jobs fill the cluster but n8; j0 ends at 100 and frees n1. j5 (2
 // nodes) could then run on n1 + n8, two NVLink domains. The tree
 // baselines and firstfit start it at 100; m2g (prefer:nvlink,
