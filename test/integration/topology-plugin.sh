@@ -10,8 +10,16 @@
 M2G=${M2G_BUILDDIR:?}/src/cli/m2g
 T=$TB_TMP
 
+# The caller's environment names another testbed's configuration, gone now
+# (as after a suite's first testbed when its second lands on another base):
+# the daemons must read this testbed's own (CI on cf33472 lost select-plugin.sh
+# to a slurmctld that read the removed one's m2g.conf).
+export SLURM_CONF=/tmp/m2g-testbed-gone/etc/slurm.conf M2G_CONF=/tmp/m2g-testbed-gone/etc/m2g.conf
 tb_up --racks 8
 CONF=$TB_DIR/etc/m2g.conf
+ctld_env=$(tr '\0' '\n' <"/proc/$(cat "$TB_DIR/pids/slurmctld.pid")/environ" | grep -E '^(SLURM|M2G)_CONF=' | sort | tr '\n' ' ')
+is "$ctld_env" "M2G_CONF=$CONF SLURM_CONF=$TB_DIR/etc/slurm.conf " \
+	"slurmctld reads this testbed's slurm.conf and m2g.conf, not those the caller's environment named"
 cp "$CONF" "$T/good.conf"
 
 # sacct_nodelist JOBID NNODES: the job's NodeList once accounting has all
