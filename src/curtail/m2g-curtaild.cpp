@@ -113,8 +113,7 @@ struct Record {
     double cap_w = 0;
     bool suspended = false;
     int64_t signalled_at = 0;
-    int64_t changed_at = 0;
-    double w_gpu_before = 0;
+    std::vector<m2g::CurtailChange> changes;
     std::string curtailed_for;
     uint64_t order = 0;
 };
@@ -132,8 +131,7 @@ void copy_marks(To& to, const From& from)
     to.cap_w = from.cap_w;
     to.suspended = from.suspended;
     to.signalled_at = from.signalled_at;
-    to.changed_at = from.changed_at;
-    to.w_gpu_before = from.w_gpu_before;
+    to.changes = from.changes;
     to.curtailed_for = from.curtailed_for;
     to.order = from.order;
 }
@@ -151,8 +149,15 @@ std::string state_json(const State& s)
         json_add_double(j.get(), "cap_w", r.cap_w);
         json_add_bool(j.get(), "suspended", r.suspended);
         json_add_int(j.get(), "signalled_at", r.signalled_at);
-        json_add_int(j.get(), "changed_at", r.changed_at);
-        json_add_double(j.get(), "w_gpu_before", r.w_gpu_before);
+        // The feed-lag correction's history (curtail.hpp, CurtailJob::changes).
+        JsonPtr changes = json_new_array();
+        for (const m2g::CurtailChange& c : r.changes) {
+            JsonPtr one = json_new_object();
+            json_add_int(one.get(), "at", c.at);
+            json_add_double(one.get(), "w_gpu_before", c.w_gpu_before);
+            json_append(changes.get(), std::move(one));
+        }
+        json_add_value(j.get(), "changes", std::move(changes));
         json_add_string(j.get(), "curtailed_for", r.curtailed_for);
         json_add_int(j.get(), "order", static_cast<int64_t>(r.order));
         json_add_value(jobs.get(), std::to_string(id).c_str(), std::move(j));
@@ -193,8 +198,17 @@ State read_state(const std::string& path)
             json_object* b = nullptr;
             r.suspended = json_object_object_get_ex(val, "suspended", &b) && json_object_get_boolean(b);
             r.signalled_at = static_cast<int64_t>(num(val, "signalled_at"));
-            r.changed_at = static_cast<int64_t>(num(val, "changed_at"));
-            r.w_gpu_before = num(val, "w_gpu_before");
+            json_object* ch = nullptr;
+            if (json_object_object_get_ex(val, "changes", &ch) && json_object_is_type(ch, json_type_array)) {
+                for (size_t i = 0; i < json_object_array_length(ch); ++i) {
+                    json_object* c = json_object_array_get_idx(ch, i);
+                    if (c && json_object_is_type(c, json_type_object))
+                        r.changes.push_back({static_cast<int64_t>(num(c, "at")), num(c, "w_gpu_before")});
+                }
+            } else if (num(val, "changed_at") > 0) {
+                // A state file of an m2g-curtaild before the history: its last change.
+                r.changes.push_back({static_cast<int64_t>(num(val, "changed_at")), num(val, "w_gpu_before")});
+            }
             json_object* cf = nullptr;
             if (json_object_object_get_ex(val, "curtailed_for", &cf))
                 r.curtailed_for = json_object_get_string(cf);

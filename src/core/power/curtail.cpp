@@ -121,8 +121,8 @@ std::vector<Scope> build_scopes(const Model& m, const SignalsView& v, const std:
             // A change in the snapshot's own second may not be in it yet:
             // counted as not (one pass of too little is better than a job
             // suspended for nothing).
-            if (s && j.changed_at >= s->generated_at && j.w_gpu_before > 0)
-                lag += g * (w - j.w_gpu_before) / 1000.0;
+            if (s)
+                lag += g * (w - curtail_w_gpu_seen(j, s->generated_at, w)) / 1000.0;
         }
         if (fd >= 0) {
             sc.base_kw = std::max(0.0, fd + lag);
@@ -163,6 +163,21 @@ double curtail_job_w_gpu(const AdmissionPolicy& p, const CurtailJob& j)
         return std::min(p.idle_power_w_per_gpu, uncapped_w(p, j));
     const double w = uncapped_w(p, j);
     return j.cap_w > 0 ? std::min(w, j.cap_w) : w;
+}
+
+double curtail_w_gpu_seen(const CurtailJob& j, int64_t t, double w_now)
+{
+    if (j.start_time > 0 && j.start_time >= t)
+        return 0;  // it started after the reading: none of its draw is in it
+    for (const CurtailChange& c : j.changes)
+        if (c.at >= t)
+            return c.w_gpu_before > 0 ? c.w_gpu_before : w_now;
+    return w_now;
+}
+
+int64_t curtail_last_change(const CurtailJob& j)
+{
+    return j.changes.empty() ? 0 : j.changes.back().at;
 }
 
 CurtailLevel curtail_level(const AdmissionPolicy& p, const JobIntent& intent)
@@ -220,13 +235,37 @@ class Planner {
         const bool blind = v_.failsafe && !active_events(v_.snap.get(), now_).empty();
         if (!plan_.over && blind)
             plan_.held_back = true;
-        if (!plan_.over && !blind)
+        // Nor before the meter shows m2g's last changes: the draw judged
+        // until then rests on the estimates of what they did (a class's
+        // estimate can be far from the job's draw), and a restore on it
+        // can overshoot and be curtailed again at every pass.
+        if (!plan_.over && !blind && unconfirmed())
+            plan_.awaiting_meter = true;
+        else if (!plan_.over && !blind)
             restore();
         summarize();
         return std::move(plan_);
     }
 
   private:
+    // Some change of m2g's is newer than the feed's reading (the draw of a
+    // scope comes from the feed, not from the estimates alone).
+    bool unconfirmed() const
+    {
+        const Signals* s = v_.snap.get();
+        if (!s)
+            return false;
+        bool from_feed = false;
+        for (const Scope& sc : scopes_)
+            from_feed = from_feed || sc.out.draw_from_feed;
+        if (!from_feed)
+            return false;
+        for (const CurtailJob& j : work_)
+            if (curtail_last_change(j) >= s->generated_at)
+                return true;
+        return false;
+    }
+
     // A scope's draw after the actions planned so far.
     double draw(const Scope& sc) const
     {
@@ -550,7 +589,9 @@ class Planner {
             plan_.summary = plan_.over       ? "over budget, nothing m2g may act on"
                             : plan_.held_back ? "signals feed " + std::string(to_string(v_.state)) +
                                                     " during an event: nothing is given back until it is fresh"
-                                              : "every scope under its target";
+                            : plan_.awaiting_meter ? "every scope under its target; nothing is given back until the "
+                                                     "feed shows m2g's last changes"
+                                                   : "every scope under its target";
         else
             plan_.summary = std::to_string(caps) + " cap(s), " + std::to_string(stops) +
                             " suspend/requeue step(s), " + std::to_string(back_n) + " restore step(s)";
@@ -592,9 +633,12 @@ void apply_curtail_action(CurtailJob& j, const CurtailAction& a, CurtailState& s
 {
     // Several steps in one second (a cap, then a suspension): the draw
     // before the first is what the feed may still show.
-    if (j.changed_at != now || j.w_gpu_before <= 0)
-        j.w_gpu_before = curtail_job_w_gpu(p, j);
-    j.changed_at = now;
+    std::vector<CurtailChange>& ch = j.changes;
+    ch.erase(ch.begin(), std::find_if(ch.begin(), ch.end(), [now](const CurtailChange& c) {
+                 return c.at >= now - kCurtailChangeKeepSec;
+             }));
+    if (ch.empty() || ch.back().at != now || ch.back().w_gpu_before <= 0)
+        ch.push_back({now, curtail_job_w_gpu(p, j)});
     switch (a.step) {
     case CurtailStep::Cap:
         j.cap_w = a.cap_w;

@@ -42,11 +42,14 @@
 // band between target and budget is the hysteresis) and within
 // RampRateKWPerMin since the last
 // restore (0: no ramp limit). Nothing is given back while the feed is
-// stale or missing and an event of its last snapshot is still active.
+// stale or missing and an event of its last snapshot is still active, nor
+// while its reading predates m2g's last change (until the meter confirms
+// what that change did).
 //
-// Draw: a scope's draw is the feed's measured draw (the BMS), minus what
+// Draw: a scope's draw is the feed's measured draw (the BMS), plus what
 // m2g's own actions changed after the snapshot was generated (the feed
-// lags the caps). Where the feed has no draw for a scope, the sum of the
+// lags the caps) and the estimate of every job that started after it
+// (Slurm's job list is current, the meter lags). Where the feed has no draw for a scope, the sum of the
 // running jobs' estimates stands in. A job's draw is its GPUs times its
 // per-GPU estimate (measured by the node agents where known, else the
 // class's PowerPerGpuW), capped by its cap; a suspended job's GPUs draw
@@ -66,6 +69,14 @@
 
 namespace m2g {
 
+// One change m2g made to a job's cap or suspension, with the job's per-GPU
+// draw (as the planner judged it) just before: what a feed generated before
+// `at` still shows for the job.
+struct CurtailChange {
+    int64_t at = 0;
+    double w_gpu_before = 0;
+};
+
 // One running (or m2g-suspended, or signalled) job as the controller sees it.
 struct CurtailJob {
     uint32_t id = 0;
@@ -76,8 +87,11 @@ struct CurtailJob {
     double cap_w = 0;            // per-GPU cap m2g has in force, 0: none
     bool suspended = false;      // m2g suspended it
     int64_t signalled_at = 0;    // m2g sent the checkpoint signal (requeue pending), 0: not
-    int64_t changed_at = 0;      // when m2g last changed its cap or suspension
-    double w_gpu_before = 0;     // its per-GPU draw before that change (for the feed-lag correction)
+    // m2g's changes to its cap or suspension over the last
+    // kCurtailChangeKeepSec, oldest first, one per second (for the feed-lag
+    // correction: a feed older than several changes shows the draw before
+    // the first of them, not before the last).
+    std::vector<CurtailChange> changes;
     int64_t start_time = 0;      // when it started running
     std::string curtailed_for;   // the scope m2g acted for ("site", "nvl03"), "" when not curtailed
     uint64_t order = 0;          // when m2g last curtailed it (a counter): restore goes newest first
@@ -118,6 +132,7 @@ struct CurtailPlan {
     bool short_of_target = false;  // after every allowed action some scope is still over its target
     bool restoring = false;    // the actions are restore steps
     bool held_back = false;    // a restore waits: the feed is stale or missing while an event lasts
+    bool awaiting_meter = false;  // a restore waits: the feed's reading predates m2g's last change
     double restore_kw = 0;     // kW given back by this plan's restore steps
     std::string summary;       // one line for the log
 };
@@ -131,6 +146,19 @@ struct CurtailState {
 // The per-GPU draw the planner assumes for `j` now (cap and suspension
 // applied), in W.
 double curtail_job_w_gpu(const AdmissionPolicy& p, const CurtailJob& j);
+
+// How long a job's changes are kept for the feed-lag correction: a feed
+// older than this is stale long before (SignalsTtlSec), and is not used.
+constexpr int64_t kCurtailChangeKeepSec = 3600;
+
+// The per-GPU draw of `j` that a feed generated at `t` shows: none when the
+// job started at or after `t` (Slurm says so before the meter does), else
+// its draw before the first of m2g's changes at or after `t` (a change in
+// the feed's own second counts as not in it yet), else `w_now`.
+double curtail_w_gpu_seen(const CurtailJob& j, int64_t t, double w_now);
+
+// When m2g last changed the job's cap or suspension, 0: never (kept).
+int64_t curtail_last_change(const CurtailJob& j);
 
 // Whether m2g may act on `j` at all, and how far (None: never).
 CurtailLevel curtail_level(const AdmissionPolicy& p, const JobIntent& intent);

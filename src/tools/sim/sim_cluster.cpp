@@ -353,7 +353,7 @@ void Simulator::runtime_state()
     r.meter_lag_s = curtail ? opts.meter_lag_s : 0;
     nj = curtail ? jobs.size() : 0;
     cj.resize(nj);
-    for (auto* v : {&work_left, &rate_t, &speed, &w_now, &saved, &energy_ws})
+    for (auto* v : {&work_left, &rate_t, &speed, &w_now, &saved, &energy_ws, &act_sec, &act_w0})
         v->assign(nj, 0.0);
     attempt_work.assign(duration.begin(), duration.begin() + static_cast<long>(nj));
     attempt_overhead.assign(nj, 0);

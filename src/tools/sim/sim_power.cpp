@@ -281,8 +281,13 @@ SignalsView Simulator::curtail_view(double now)
                 feed_kw[c.node] -= c.kw;
     } else {
         for (int j : live)
-            if (cj[j].changed_at >= e && cj[j].w_gpu_before > 0) {
-                const double kw_node = (w_now[j] - cj[j].w_gpu_before) * jobs[j].gpus_per_node / 1000.0;
+            if (epoch(last_start[j]) >= e) {
+                // It started in this second: a reading from its start has none of it.
+                const double kw_node = w_now[j] * jobs[j].gpus_per_node / 1000.0;
+                for (int n : jobs[j].placed)
+                    feed_kw[n] -= kw_node;
+            } else if (act_sec[j] >= static_cast<double>(e)) {
+                const double kw_node = (w_now[j] - act_w0[j]) * jobs[j].gpus_per_node / 1000.0;
                 for (int n : jobs[j].placed)
                     feed_kw[n] -= kw_node;
             }
@@ -372,9 +377,20 @@ void Simulator::actuate(const CurtailAction& a, uint64_t order, double t)
     if (j < 0 || static_cast<size_t>(j) >= nj || live_pos[j] < 0)
         return;  // it ended meanwhile
     advance(j, t);
+    const auto sec = static_cast<double>(epoch(t));
+    if (act_sec[j] != sec) {
+        act_sec[j] = sec;
+        act_w0[j] = w_now[j];
+    }
     CurtailState ordered;
     ordered.next_order = order;
+    // The controller records the draw before the change as it judged it:
+    // without a per-job meter, the class's estimate (plan_round()).
+    const double metered = cj[j].w_gpu;
+    if (!opts.planner_exact_power)
+        cj[j].w_gpu = 0;
     apply_curtail_action(cj[j], a, ordered, ap, epoch(t));
+    cj[j].w_gpu = metered;
     ++inputs;
     count_action(a);
     jobs[j].caps += a.step == CurtailStep::Cap;

@@ -236,6 +236,10 @@ class Simulator {
     size_t nj = 0;
     std::vector<CurtailJob> cj;
     std::vector<double> work_left, rate_t, speed, w_now, saved, energy_ws;
+    // Per job: the second of m2g's last action on it and its simulated
+    // per-GPU draw before the first action of that second (the feed of that
+    // second leaves them out, curtail_view()).
+    std::vector<double> act_sec, act_w0;
     std::vector<double> attempt_work, attempt_overhead;
     std::vector<uint8_t> in_running;
     std::vector<int> live, live_pos;  // jobs holding GPUs (running or suspended)

@@ -293,6 +293,70 @@ TEST_F(Curtail, ChangesAfterTheSnapshotCorrectTheFeedsDraw)
     EXPECT_NEAR(site(p).draw_kw, draw_of(jobs), 1e-9);
 }
 
+// Two changes to one job after the reading (a suspension, then a resume):
+// the feed shows the job as it was before the first, so the two cancel.
+// With only the last change kept, the resume was counted against a reading
+// taken while the job ran, and a site at 122.8 kW was judged at 155.4 kW:
+// every deferrable job suspended, all resumed the next pass, for 12,312 s
+// of a 10 h event (doc/results/simulation.md, enforce-real, seed 5).
+TEST_F(Curtail, SeveralChangesAfterTheReadingCountFromTheFirst)
+{
+    auto jobs = mix();
+    s.site.draw_kw = draw_of(jobs);  // read at kNow, every job running uncapped
+    CurtailAction stop{CurtailStep::Suspend, 1, 0, 0, "site", "dr-1", "test"};
+    CurtailAction back{CurtailStep::Resume, 1, 0, 0, "site", "restore", "test"};
+    apply_curtail_action(jobs[0], stop, st, m.admission, kNow + 2);
+    apply_curtail_action(jobs[0], back, st, m.admission, kNow + 7);
+    ASSERT_EQ(jobs[0].changes.size(), 2u);
+    const CurtailPlan p = plan_curtailment(m, view(), jobs, st, kNow + 8);
+    EXPECT_NEAR(site(p).draw_kw, s.site.draw_kw, 1e-9) << "suspended and resumed since the reading: no net change";
+    EXPECT_DOUBLE_EQ(curtail_w_gpu_seen(jobs[0], kNow, 400), 400);
+    EXPECT_DOUBLE_EQ(curtail_w_gpu_seen(jobs[0], kNow + 5, 400), m.admission.idle_power_w_per_gpu);
+    EXPECT_DOUBLE_EQ(curtail_w_gpu_seen(jobs[0], kNow + 8, 400), 400);
+    // Changes older than kCurtailChangeKeepSec go at the next one.
+    apply_curtail_action(jobs[0], stop, st, m.admission, kNow + 7 + kCurtailChangeKeepSec + 1);
+    EXPECT_EQ(jobs[0].changes.size(), 1u);
+}
+
+// A job Slurm started after the reading is in the controller's job list
+// before the meter shows it: its estimate is added at once, so a start
+// during an event is answered within one pass, not after the meter's lag.
+TEST_F(Curtail, AJobStartedAfterTheReadingIsAddedToIt)
+{
+    auto jobs = mix();
+    s.site.draw_kw = draw_of(jobs);  // 61.236 kW, read at kNow
+    s.site.budget_kw = 70;
+    jobs.push_back(job(4, WorkloadClass::Inference, "nvl04", 18, 300));
+    jobs.back().start_time = kNow + 1;  // 21.6 kW more, not in the reading
+    const CurtailPlan p = plan_curtailment(m, view(), jobs, st, kNow + 5);
+    EXPECT_NEAR(site(p).draw_kw, draw_of(jobs), 1e-9);
+    EXPECT_TRUE(p.over) << p.summary;
+    EXPECT_FALSE(p.actions.empty());
+}
+
+// Nothing is given back while the reading predates m2g's last change: the
+// draw judged until then rests on estimates of what the change did.
+TEST_F(Curtail, ARestoreWaitsForTheMeterToShowTheLastChange)
+{
+    auto jobs = mix();
+    s.site.draw_kw = draw_of(jobs);
+    s.events.push_back(test::site_event("dr-2", kNow - 5, kNow + 600, 60));
+    CurtailPlan p = plan_curtailment(m, view(), jobs, st, kNow);
+    apply_all(p, jobs, kNow + 1);
+    ASSERT_TRUE(jobs[0].suspended);
+    s.events.clear();  // the event is withdrawn; the reading is still kNow's
+    p = plan_curtailment(m, view(), jobs, st, kNow + 5);
+    EXPECT_FALSE(p.over);
+    EXPECT_TRUE(p.awaiting_meter);
+    EXPECT_TRUE(p.actions.empty());
+    EXPECT_EQ(p.summary, "every scope under its target; nothing is given back until the feed shows m2g's last changes");
+    s.generated_at = kNow + 6;  // a reading after the change
+    s.site.draw_kw = draw_of(jobs);
+    p = plan_curtailment(m, view(), jobs, st, kNow + 10);
+    EXPECT_FALSE(p.awaiting_meter);
+    EXPECT_TRUE(p.restoring) << p.summary;
+}
+
 TEST_F(Curtail, AStaleFeedsDrawIsNotTrusted)
 {
     auto jobs = mix();
