@@ -52,6 +52,7 @@ inline constexpr const char* kIdlePowerPerGpuW = "IdlePowerPerGpuW";      // a s
 inline constexpr const char* kCurtailMarginPct = "CurtailMarginPct";      // target = budget x (1 - pct/100)
 inline constexpr const char* kCheckpointGraceSec = "CheckpointGraceSec";  // --signal to requeue
 inline constexpr const char* kCurtailIntervalSec = "CurtailIntervalSec";  // the controller's loop
+inline constexpr const char* kCurtailLeadSec = "CurtailLeadSec";          // an announced event's budget holds this early
 inline constexpr const char* kNodeAgentURL = "NodeAgentURL";              // m2g-nodeagent on a node: %n name, %a address
 inline constexpr const char* kNodeAgentTokenFile = "NodeAgentTokenFile";  // its bearer token
 // Reporting (`m2g job`, m2g-exporter), see m2g.conf(5), REPORTING.

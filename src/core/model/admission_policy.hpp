@@ -89,9 +89,14 @@ struct AdmissionPolicy {
     CurtailMode curtail_mode = CurtailMode::Off;
     double cap_floor_w = 200;           // CapFloorW=: the lowest per-GPU cap m2g sets
     double idle_power_w_per_gpu = 90;   // IdlePowerPerGpuW=: what a suspended job's GPU still draws
+    // What a GPU without a job adds to the feed's draw (-1: IdlePowerPerGpuW,
+    // as a site meter sees it). Not an m2g.conf key: the simulator, whose
+    // draws leave idle GPUs out, sets 0.
+    double unused_gpu_w = -1;
     double curtail_margin_pct = 5;      // CurtailMarginPct=: target = budget x (1 - pct/100)
     int checkpoint_grace_sec = 120;     // CheckpointGraceSec=: from the job's --signal to its requeue
     int curtail_interval_sec = 5;       // CurtailIntervalSec=: the controller's loop
+    int curtail_lead_sec = 60;          // CurtailLeadSec=: an announced event's budget holds this long before it
     std::string node_agent_url = "http://%a:6830";  // NodeAgentURL=: m2g-nodeagent, %n node name, %a address
     std::string node_agent_token_file;  // NodeAgentTokenFile=: its bearer token, "" none
 

@@ -352,6 +352,10 @@ void Simulator::runtime_state()
     r.actuation_delay_s = curtail ? opts.actuation_delay_s : 0;
     r.meter_lag_s = curtail ? opts.meter_lag_s : 0;
     nj = curtail ? jobs.size() : 0;
+    if (curtail) {
+        planner_m = m;
+        planner_m.admission.unused_gpu_w = 0;
+    }
     cj.resize(nj);
     for (auto* v : {&work_left, &rate_t, &speed, &w_now, &saved, &energy_ws, &act_sec, &act_w0})
         v->assign(nj, 0.0);

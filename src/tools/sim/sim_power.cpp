@@ -459,7 +459,7 @@ bool Simulator::plan_round(double now)
             list.back().w_gpu = 0;  // the class estimate: no per-job meter
     }
     SimActuator act(m, no_agent);
-    const CurtailTickResult t = tick.run(m, curtail_view(now), list, cstate, act, epoch(now));
+    const CurtailTickResult t = tick.run(planner_m, curtail_view(now), list, cstate, act, epoch(now));
     r.curtail_plans += t.plans;
     // A plan with actions is never taken as "nothing to do" (monitor
     // plans them again on the same inputs).

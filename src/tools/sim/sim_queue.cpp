@@ -31,6 +31,10 @@ void Simulator::push_timeline_events()
                     events.push({er.announced, kSignal, -1});
             }
             r.events.push_back(er);
+            // m2g-curtaild holds the event's budget CurtailLeadSec early.
+            if (ap.curtail_mode != CurtailMode::Off && ap.curtail_lead_sec > 0 &&
+                er.start - ap.curtail_lead_sec > first_submit)
+                events.push({er.start - ap.curtail_lead_sec, kSignal, -1});
             events.push({er.start, kSignal, -1});
             events.push({er.end, kSignal, -1});
         }

@@ -154,6 +154,9 @@ class Simulator {
     // ---- the run ----------------------------------------------------------------
     const std::chrono::steady_clock::time_point wall0 = std::chrono::steady_clock::now();
     const Model& m;
+    // The model m2g-curtaild's loop plans on: m, but a GPU without a job
+    // adds nothing to the feed (the simulated draws leave idle GPUs out).
+    Model planner_m;
     const Trace& trace;
     const SimOptions& opts;
     std::vector<JobIntent> class_intent;  // the classes jobs may carry: [0] the default, then one per share

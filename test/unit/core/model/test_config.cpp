@@ -130,7 +130,8 @@ TEST(ConfigErrors, UnknownKeyNamesLineAndAcceptedKeys)
               "PaceIntervalSec, PaceGpusPerInterval, DeferExemptAccounts, DeferExemptGroups, NoDeferAction, "
               "MaintenanceAction, ReleaseCheckSec, EnergyPricePerKWh, EnergyCurrency, StatsDir, BridgeIntentsFile, "
               "PrivilegedAccounts, PrivilegedGroups, PrivilegedTags, PrivilegedClasses, CurtailMode, CapFloorW, "
-              "IdlePowerPerGpuW, CurtailMarginPct, CheckpointGraceSec, CurtailIntervalSec, NodeAgentURL, NodeAgentTokenFile, "
+              "IdlePowerPerGpuW, CurtailMarginPct, CheckpointGraceSec, CurtailIntervalSec, CurtailLeadSec, NodeAgentURL, "
+              "NodeAgentTokenFile, "
               "DefaultPricePerGpuHour");
 }
 

@@ -310,28 +310,46 @@ TEST_F(Curtail, SeveralChangesAfterTheReadingCountFromTheFirst)
     ASSERT_EQ(jobs[0].changes.size(), 2u);
     const CurtailPlan p = plan_curtailment(m, view(), jobs, st, kNow + 8);
     EXPECT_NEAR(site(p).draw_kw, s.site.draw_kw, 1e-9) << "suspended and resumed since the reading: no net change";
-    EXPECT_DOUBLE_EQ(curtail_w_gpu_seen(jobs[0], kNow, 400), 400);
-    EXPECT_DOUBLE_EQ(curtail_w_gpu_seen(jobs[0], kNow + 5, 400), m.admission.idle_power_w_per_gpu);
-    EXPECT_DOUBLE_EQ(curtail_w_gpu_seen(jobs[0], kNow + 8, 400), 400);
+    EXPECT_DOUBLE_EQ(curtail_w_gpu_seen(jobs[0], kNow, 400, 90), 400);
+    EXPECT_DOUBLE_EQ(curtail_w_gpu_seen(jobs[0], kNow + 5, 400, 90), m.admission.idle_power_w_per_gpu);
+    EXPECT_DOUBLE_EQ(curtail_w_gpu_seen(jobs[0], kNow + 8, 400, 90), 400);
     // Changes older than kCurtailChangeKeepSec go at the next one.
     apply_curtail_action(jobs[0], stop, st, m.admission, kNow + 7 + kCurtailChangeKeepSec + 1);
     EXPECT_EQ(jobs[0].changes.size(), 1u);
 }
 
 // A job Slurm started after the reading is in the controller's job list
-// before the meter shows it: its estimate is added at once, so a start
-// during an event is answered within one pass, not after the meter's lag.
+// before the meter shows it: it counts at its estimate less what its GPUs
+// drew idle in the reading, so a start during an event is answered within
+// one pass, not after the meter's lag.
 TEST_F(Curtail, AJobStartedAfterTheReadingIsAddedToIt)
 {
     auto jobs = mix();
-    s.site.draw_kw = draw_of(jobs);  // 61.236 kW, read at kNow
+    s.site.draw_kw = draw_of(jobs) + 72 * 0.090;  // read at kNow: the idle GPUs of rack 4 too
     s.site.budget_kw = 70;
     jobs.push_back(job(4, WorkloadClass::Inference, "nvl04", 18, 300));
-    jobs.back().start_time = kNow + 1;  // 21.6 kW more, not in the reading
-    const CurtailPlan p = plan_curtailment(m, view(), jobs, st, kNow + 5);
+    jobs.back().start_time = kNow + 1;  // 72 x (300 - 90) W = 15.12 kW more, not in the reading
+    CurtailPlan p = plan_curtailment(m, view(), jobs, st, kNow + 5);
     EXPECT_NEAR(site(p).draw_kw, draw_of(jobs), 1e-9);
     EXPECT_TRUE(p.over) << p.summary;
     EXPECT_FALSE(p.actions.empty());
+    // Without a meter reading of its own (w_gpu 0) it counts at its class's
+    // estimate (inference, 101 W), as admission judged it...
+    jobs.back().w_gpu = 0;
+    const double before = s.site.draw_kw;
+    p = plan_curtailment(m, view(), jobs, st, kNow + 5);
+    EXPECT_NEAR(site(p).draw_kw, before + 72 * (101 - 90) / 1000.0, 1e-9);
+    // ...but while an event holds the scope, at the highest estimate of any
+    // class (benchmark's 440 W): its draw is unknown until the meter shows it.
+    s.events.push_back(test::site_event("dr-3", kNow - 5, kNow + 600, 10));
+    p = plan_curtailment(m, view(), jobs, st, kNow + 5);
+    EXPECT_NEAR(site(p).draw_kw, before + 72 * (440 - 90) / 1000.0, 1e-9);
+    // Once a reading shows it, the reading is what counts.
+    s.generated_at = kNow + 2;
+    s.site.draw_kw = 60;
+    p = plan_curtailment(m, view(), jobs, st, kNow + 5);
+    EXPECT_NEAR(site(p).draw_kw, 60, 1e-9);
+    EXPECT_FALSE(p.over);
 }
 
 // Nothing is given back while the reading predates m2g's last change: the
@@ -355,6 +373,30 @@ TEST_F(Curtail, ARestoreWaitsForTheMeterToShowTheLastChange)
     p = plan_curtailment(m, view(), jobs, st, kNow + 10);
     EXPECT_FALSE(p.awaiting_meter);
     EXPECT_TRUE(p.restoring) << p.summary;
+}
+
+// An announced event's budget holds CurtailLeadSec (60 s) before it
+// starts: the site is under it when it begins, not a few lagging passes
+// later. Earlier than that, nothing is done for it.
+TEST_F(Curtail, AnAnnouncedEventsBudgetHoldsCurtailLeadSecAhead)
+{
+    auto jobs = mix();
+    s.site.draw_kw = draw_of(jobs);  // 61.236 kW, under the site's 80 kW
+    s.site.budget_kw = 80;
+    s.events.push_back(test::site_event("dr-7", kNow + 100, kNow + 3600, 30));  // 56 kW from kNow + 100
+    CurtailPlan p = plan_curtailment(m, view(), jobs, st, kNow);
+    EXPECT_FALSE(p.over) << "100 s ahead: " << p.summary;
+    EXPECT_TRUE(p.actions.empty());
+    p = plan_curtailment(m, view(), jobs, st, kNow + 40);
+    EXPECT_TRUE(p.over) << "60 s ahead: " << p.summary;
+    ASSERT_FALSE(p.actions.empty());
+    EXPECT_EQ(p.actions[0].cause, "dr-7");
+    EXPECT_EQ(p.actions[0].reason.rfind("site over budget for dr-7 (from 2026-11-29T20:01:40Z): 61.2 kW drawn", 0), 0u)
+        << p.actions[0].reason;
+    EXPECT_NEAR(site(p).budget_kw, 56, 1e-9);
+    m.admission.curtail_lead_sec = 0;  // the event's budget only from its start
+    p = plan_curtailment(m, view(), jobs, st, kNow + 40);
+    EXPECT_FALSE(p.over);
 }
 
 TEST_F(Curtail, AStaleFeedsDrawIsNotTrusted)
@@ -507,6 +549,7 @@ TEST(CurtailConfig, KeysParseAndBadValuesSayWhatIsAccepted)
     const std::string base = "NodeName=n[1-2] Gpus=4\n";
     const Model m = build_model(parse_m2g_conf(base + "CurtailMode=enforce\nCapFloorW=250\nIdlePowerPerGpuW=70\n"
                                                       "CurtailMarginPct=3\nCheckpointGraceSec=30\nCurtailIntervalSec=2\n"
+                                                      "CurtailLeadSec=120\n"
                                                       "NodeAgentURL=https://%n.mgmt:7001\nClassName=batch Curtail=cap CapFloorW=150\n",
                                                "t.conf"));
     EXPECT_EQ(m.admission.curtail_mode, CurtailMode::Enforce);
@@ -515,6 +558,7 @@ TEST(CurtailConfig, KeysParseAndBadValuesSayWhatIsAccepted)
     EXPECT_EQ(m.admission.curtail_margin_pct, 3);
     EXPECT_EQ(m.admission.checkpoint_grace_sec, 30);
     EXPECT_EQ(m.admission.curtail_interval_sec, 2);
+    EXPECT_EQ(m.admission.curtail_lead_sec, 120);
     EXPECT_EQ(m.admission.node_agent_url, "https://%n.mgmt:7001");
     const ClassPolicy& batch = m.admission.classes[static_cast<int>(WorkloadClass::Batch)];
     EXPECT_EQ(batch.curtail, CurtailLevel::Cap);
@@ -543,4 +587,6 @@ TEST(CurtailConfig, KeysParseAndBadValuesSayWhatIsAccepted)
               "the node with %n (its name) or %a (its NodeAddr), e.g. http://%a:6830");
     EXPECT_EQ(error("CurtailMarginPct=80\n"),
               "t.conf:2: CurtailMarginPct=80 is not valid; expected a whole number from 0 to 50");
+    EXPECT_EQ(error("CurtailLeadSec=-1\n"),
+              "t.conf:2: CurtailLeadSec=-1 is not valid; expected a whole number from 0 to 3600");
 }
