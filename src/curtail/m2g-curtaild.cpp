@@ -58,6 +58,7 @@
 #include "core/power/curtail_tick.hpp"
 #include "core/base/error.hpp"
 #include "core/base/json.hpp"
+#include "core/base/text.hpp"
 #include "core/power/signals.hpp"
 #include "tools/net/daemon.hpp"
 #include "tools/reports/status.hpp"
@@ -441,9 +442,12 @@ class Controller {
             m2g::CurtailJob c;
             c.id = j.id;
             c.intent = j.intent;
+            // w_gpu= is the job's own draw or its class's estimate: only
+            // the first is a fact about the job.
+            c.intent.power_w_per_gpu = m2g::own_w_gpu(m.admission, j.intent);
             c.nodes = j.node_idx;
             c.gpus_per_node = (j.gpus + static_cast<int>(j.node_idx.size()) - 1) / static_cast<int>(j.node_idx.size());
-            c.w_gpu = j.intent.power_w_per_gpu;
+            c.w_gpu = c.intent.power_w_per_gpu;
             c.start_time = j.start_time;
             c.checkpoint_signal = j.warn_signal;
             c.checkpoint_batch_only = j.warn_batch_only;
@@ -452,6 +456,32 @@ class Controller {
             jobs.push_back(c);
             views[j.id] = &j;
         }
+        // Pending jobs select/m2g holds until there is room for them
+        // (wait=power-room): the plan makes it, while their wait lasts.
+        std::set<uint32_t> waiting;
+        std::vector<std::string> new_waiters;
+        for (const m2g::JobView& j : cv.jobs) {
+            if (j.state != m2g::JobState::Pending || j.gpus <= 0)
+                continue;
+            const m2g::PlacementAnnotation pl =
+                m2g::parse_placement(m2g::get_annotation(j.admin_comment, m2g::AnnotationPart::Placement));
+            if (pl.state != m2g::PlacementState::Waiting || pl.wait != m2g::WaitCause::PowerRoom ||
+                pl.room_since <= 0 || now - pl.room_since >= m.admission.curtail_start_wait_sec)
+                continue;
+            m2g::CurtailJob c;
+            c.id = j.id;
+            c.intent = j.intent;
+            c.intent.power_w_per_gpu = m2g::own_w_gpu(m.admission, j.intent);
+            c.waiting_gpus = j.gpus;
+            c.start_time = now;
+            jobs.push_back(c);
+            if (!room_logged_.count(j.id))
+                new_waiters.push_back("JobId=" + std::to_string(j.id) + " (" + std::to_string(j.gpus) +
+                                      " GPUs) waits for room under the site's budget (select/m2g, wait=power-room, "
+                                      "since " + m2g::format_utc(pl.room_since) + ")");
+            waiting.insert(j.id);
+        }
+        room_logged_ = std::move(waiting);
         // Jobs that ended or left (requeued, cancelled): forget them. Their
         // node agents lift any cap when the job leaves the node.
         for (auto it = state_.jobs.begin(); it != state_.jobs.end();)
@@ -460,6 +490,14 @@ class Controller {
         const m2g::SignalsView v = feed_ ? feed_->view(now) : m2g::SignalsView{};
         Actuator act(*this);
         const m2g::CurtailTickResult t = tick_.run(m, v, jobs, state_.plan, act, now);
+        for (const std::string& w : new_waiters) {
+            std::string site;
+            for (const m2g::CurtailScope& sc : t.plan.scopes)
+                if (sc.scope == m2g::EventScope::Site)
+                    site = ": the site with it " + m2g::fixed(sc.draw_kw, 1) + " kW of " + m2g::fixed(sc.budget_kw, 1) +
+                           " kW, " + m2g::fixed(sc.after_kw, 1) + " kW after this plan";
+            log(w + site);
+        }
         std::set<uint32_t> acted;
         for (const m2g::CurtailOutcome& o : t.outcomes) {
             audit(o.action, o.mode, o.result(), now);
@@ -549,6 +587,7 @@ class Controller {
     std::string token_;
     std::map<std::string, std::string> agent_map_, addrs_;
     State state_;
+    std::set<uint32_t> room_logged_;  // pending jobs waiting for room, logged once each
     m2g::CurtailTick tick_;  // the loop's pass; keeps failed caps and what monitor reported
     std::string last_summary_;
     bool audit_failed_ = false;

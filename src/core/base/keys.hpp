@@ -53,6 +53,7 @@ inline constexpr const char* kCurtailMarginPct = "CurtailMarginPct";      // tar
 inline constexpr const char* kCheckpointGraceSec = "CheckpointGraceSec";  // --signal to requeue
 inline constexpr const char* kCurtailIntervalSec = "CurtailIntervalSec";  // the controller's loop
 inline constexpr const char* kCurtailLeadSec = "CurtailLeadSec";          // an announced event's budget holds this early
+inline constexpr const char* kCurtailStartWaitSec = "CurtailStartWaitSec";  // work m2g may not curtail waits for room
 inline constexpr const char* kNodeAgentURL = "NodeAgentURL";              // m2g-nodeagent on a node: %n name, %a address
 inline constexpr const char* kNodeAgentTokenFile = "NodeAgentTokenFile";  // its bearer token
 // Reporting (`m2g job`, m2g-exporter), see m2g.conf(5), REPORTING.
@@ -201,9 +202,13 @@ inline constexpr const char* kAnnotationOver = "over";  // racks (rack-power) or
 // prefer locality: when the job could first have started short of its intent
 // (epoch s); its prefer wait (PreferWaitSec=) counts from then
 inline constexpr const char* kAnnotationPreferSince = "prefer_since";
+// power-room: when its wait for m2g-curtaild to make room began (epoch s);
+// it starts regardless CurtailStartWaitSec later, and m2g-curtaild keeps
+// room for it until then
+inline constexpr const char* kAnnotationRoomSince = "room_since";
 // The wait= values, in WaitCause order (placement.hpp; None is not written);
 // also the <what> of m2g_pending_jobs{reason="waiting:<what>"}.
-inline constexpr std::array<const char*, 12> kWaitCauses = {
+inline constexpr std::array<const char*, 13> kWaitCauses = {
     "",               // None: the job does not wait
     "nvlink-domain",  // no NVLink domain (or set of them, for a multi-domain job) has its free healthy nodes
     "switch",         // no leaf or spine switch has its free healthy nodes below it
@@ -215,6 +220,7 @@ inline constexpr std::array<const char*, 12> kWaitCauses = {
     "maintenance",    // maintenance windows took the nodes it needs out of the offer
     "failsafe",       // SignalsFailSafe=defer holds deferrable work (signals stale or missing)
     "nodes-down",     // nodes the signals mark down took the nodes it needs out of the offer
+    "power-room",     // a job m2g may not curtail waits (CurtailStartWaitSec at most) while m2g-curtaild makes room for it
     "other",          // anything else (a request the engine cannot serve, an internal error)
 };
 

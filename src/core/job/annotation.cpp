@@ -102,6 +102,7 @@ constexpr std::string_view kWait = kw::kAnnotationWait;
 constexpr std::string_view kNeed = kw::kAnnotationNeed;
 constexpr std::string_view kOver = kw::kAnnotationOver;
 constexpr std::string_view kPreferSince = kw::kAnnotationPreferSince;
+constexpr std::string_view kRoomSince = kw::kAnnotationRoomSince;
 constexpr std::string_view kReleased = "released at ";
 constexpr std::string_view kMonitor = "monitor would ";
 constexpr std::string_view kClass = "class";
@@ -378,9 +379,9 @@ int whole_watts(double w) { return std::isfinite(w) && w > 0 ? static_cast<int>(
 
 bool PlacementAnnotation::operator==(const PlacementAnnotation& o) const
 {
-    return std::tie(state, domains, leaves, policy, score, reason, signals, wait, need, over, prefer_since) ==
-           std::tie(o.state, o.domains, o.leaves, o.policy, o.score, o.reason, o.signals, o.wait, o.need, o.over,
-                    o.prefer_since);
+    return std::tie(state, domains, leaves, policy, score, reason, signals, wait, need, over, prefer_since,
+                    room_since) == std::tie(o.state, o.domains, o.leaves, o.policy, o.score, o.reason, o.signals,
+                                            o.wait, o.need, o.over, o.prefer_since, o.room_since);
 }
 
 std::string format_score(double score)
@@ -417,6 +418,8 @@ std::string format(const PlacementAnnotation& p)
         }
         if (p.prefer_since > 0)
             out += " " + field(kPreferSince, std::to_string(p.prefer_since));
+        if (p.room_since > 0)
+            out += " " + field(kRoomSince, std::to_string(p.room_since));
         out += " " + field(kReason, p.reason) + notes;
         break;
     case PlacementState::Stock:
@@ -435,7 +438,7 @@ PlacementAnnotation parse_placement(std::string_view text)
     static const std::vector<Key> keys{{kDomains, false, {}}, {kLeaves, false, {}},        {kPolicy, false, {}},
                                        {kScore, false, {}},   {kReason, true, {kSignals}}, {kSignals, true, {}},
                                        {kWait, false, {}},    {kNeed, false, {}},          {kOver, false, {}},
-                                       {kPreferSince, false, {}}};
+                                       {kPreferSince, false, {}}, {kRoomSince, false, {}}};
     const bool waiting = ws[0].text == kWaiting;
     const Fields f = fields(text, ws, waiting ? 1 : 0, keys);
     p.policy = value(f, kPolicy);
@@ -461,6 +464,7 @@ PlacementAnnotation parse_placement(std::string_view text)
             p.over = split_list(value(f, kOver));
         }
         p.prefer_since = positive_integer(value(f, kPreferSince));
+        p.room_since = positive_integer(value(f, kRoomSince));
     } else if (f.count(kDomains) || f.count(kLeaves)) {
         p.state = PlacementState::Placed;
     }

@@ -82,6 +82,7 @@ struct PlacementAnnotation {
     int need = 0;                      // need=: NvlinkDomain, Switch, Nodes: the nodes it waits for; 0 none
     std::vector<std::string> over;     // over=: RackPower: the racks over budget; RowPower: the rows
     int64_t prefer_since = 0;          // prefer_since= (epoch s): the prefer wait's start; 0 none runs
+    int64_t room_since = 0;            // room_since= (epoch s): PowerRoom: its wait for room began; 0 none
 
     // m2g placed it (Placed) or let cons_tres place it with notes (Stock).
     bool placed() const { return state == PlacementState::Placed || state == PlacementState::Stock; }

@@ -34,6 +34,7 @@ enum class WaitCause {
     Maintenance,   // maintenance windows took the nodes it needs
     Failsafe,      // SignalsFailSafe=defer holds deferrable work
     NodesDown,     // nodes the signals mark down took the nodes it needs
+    PowerRoom,     // work m2g may not curtail waits, at most CurtailStartWaitSec, for curtailment to make room
     Other,         // anything else
 };
 const char* to_string(WaitCause c);  // kw::kWaitCauses: "nvlink-domain", ...; "" for None

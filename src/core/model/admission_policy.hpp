@@ -97,6 +97,11 @@ struct AdmissionPolicy {
     int checkpoint_grace_sec = 120;     // CheckpointGraceSec=: from the job's --signal to its requeue
     int curtail_interval_sec = 5;       // CurtailIntervalSec=: the controller's loop
     int curtail_lead_sec = 60;          // CurtailLeadSec=: an announced event's budget holds this long before it
+    // CurtailStartWaitSec=: under CurtailMode=enforce, how long a job m2g
+    // may not curtail waits at most (select/m2g, wait=power-room) while
+    // m2g-curtaild makes room under the site's budget for it; 0: it starts
+    // at once and curtailment follows.
+    int curtail_start_wait_sec = 30;
     std::string node_agent_url = "http://%a:6830";  // NodeAgentURL=: m2g-nodeagent, %n node name, %a address
     std::string node_agent_token_file;  // NodeAgentTokenFile=: its bearer token, "" none
 

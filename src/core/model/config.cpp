@@ -63,7 +63,8 @@ const std::vector<const char*> kGlobalKeys{
     kw::kEnergyCurrency,     kw::kStatsDir,            kw::kBridgeIntentsFile,  kw::kPrivilegedAccounts,
     kw::kPrivilegedGroups,   kw::kPrivilegedTags,      kw::kPrivilegedClasses,  kw::kCurtailMode,
     kw::kCapFloorW,          kw::kIdlePowerPerGpuW,    kw::kCurtailMarginPct,   kw::kCheckpointGraceSec,
-    kw::kCurtailIntervalSec, kw::kCurtailLeadSec,      kw::kNodeAgentURL,       kw::kNodeAgentTokenFile,  kw::kDefaultPricePerGpuHour};
+    kw::kCurtailIntervalSec, kw::kCurtailLeadSec,      kw::kCurtailStartWaitSec, kw::kNodeAgentURL,      kw::kNodeAgentTokenFile,
+    kw::kDefaultPricePerGpuHour};
 const LineKind kPartitionLine{kw::kPartitionName, {kw::kDefaultTopology, kw::kPreferWaitSec, kw::kSparePerDomain}};
 const LineKind kClassLine{kw::kClassName, {kw::kDeferrable, kw::kPowerPerGpuW, kw::kCurtail, kw::kCapFloorW, kw::kPricePerGpuHour}};
 const std::vector<const char*> kLineHeads{kw::kNodeName, kw::kDomainName, kw::kSwitchName, kw::kFaultDomain,
@@ -261,6 +262,8 @@ void set_admission_key(AdmissionPolicy& a, const SourceLoc& loc, const std::stri
         a.curtail_interval_sec = parse_integer(loc, k, value, 1, 3600);
     else if (key == kw::kCurtailLeadSec)
         a.curtail_lead_sec = parse_integer(loc, k, value, 0, 3600);
+    else if (key == kw::kCurtailStartWaitSec)
+        a.curtail_start_wait_sec = parse_integer(loc, k, value, 0, 600);
     else if (key == kw::kNodeAgentURL)
         a.node_agent_url = parse_agent_url(loc, k, value);
     else if (key == kw::kNodeAgentTokenFile)

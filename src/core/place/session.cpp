@@ -11,6 +11,7 @@
 #include "core/job/annotation.hpp"
 #include "core/model/cluster_state.hpp"
 #include "core/model/config.hpp"
+#include "core/power/curtail.hpp"
 #include "core/base/error.hpp"
 #include "core/job/intent.hpp"
 #include "core/model/span.hpp"
@@ -38,6 +39,14 @@ PlacementAnnotation waiting_part(const std::string& policy, WaitCause wait, cons
     a.wait = wait == WaitCause::None ? WaitCause::Other : wait;
     a.reason = reason;
     return a;
+}
+
+// ... of a job m2g holds while m2g-curtaild makes room for it.
+std::string room_text(const std::string& policy, const GateResult& gate)
+{
+    PlacementAnnotation a = waiting_part(policy, WaitCause::PowerRoom, gate.room_reason);
+    a.room_since = gate.room_since;
+    return format(a);
 }
 
 // The AdminComment placement text of a job the signals gate keeps waiting.
@@ -177,6 +186,7 @@ void PlacementSession::adopt(const Model& model, SignalsSource signals, ClusterS
     signals_ = std::move(signals);
     health_ = std::move(health);
     prefer_.clear();
+    room_.clear();
 }
 
 SignalsView PlacementSession::signals_view(int64_t now) const
@@ -323,6 +333,14 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
     gr.nodes = job.nodes;
     gr.time_limit_s = job.time_limit_s;
     gr.now = now;
+    if (auto it = room_.find(job.job_id); it != room_.end()) {
+        gr.room_since = it->second;
+        // A wait for room lasts while every run-now test holds the job:
+        // one that does not (room came, its wait is over, or it cannot
+        // start for want of nodes) ends it.
+        if (mode == SelectMode::RunNow)
+            room_.erase(it);
+    }
     // Offered nodes; gate() clears the ones it rules out.
     usable_ = offered;
     // Test-only asks whether the job could ever run (at submission, and a
@@ -344,6 +362,18 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
     };
     if (gate.blocked)
         return blocked();
+    // Work m2g may not curtail that could start now but would put the site
+    // over its budget waits while m2g-curtaild makes room (gate(),
+    // CurtailStartWaitSec): only a start decides, so only run-now holds it.
+    auto hold_for_room = [&]() -> Outcome {
+        room_[job.job_id] = gate.room_since;
+        o.offer = Outcome::Offer::Refuse;
+        o.verdict = SelectVerdict::Blocked;
+        o.reason = gate.room_reason;
+        o.annotation_now = room_text(policy, gate);
+        return std::move(o);
+    };
+    const bool short_of_room = run_now && gate.room_short_kw > 0;
     // What gate() ruled out leaves Slurm's offer too, so no path below
     // (cons_tres alone included) uses those nodes.
     allowed_ = usable_;
@@ -359,7 +389,17 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
         return blocked();
     // Starts are booked in job_started() (a successful test here may
     // still not start: preemption, a later failure).
+    // Whether enough allowed nodes have the job's GPUs free now (for
+    // placements cons_tres makes: whether the job could start).
+    auto enough_free_now = [&] {
+        int n = 0;
+        for (size_t mi = 0; mi < allowed_.size(); ++mi)
+            n += allowed_[mi] && (job.gpus_per_node == 0 || free_gpus(static_cast<int>(mi)) >= job.gpus_per_node);
+        return n >= job.min_nodes;
+    };
     if (intent.locality == Locality::Any) {
+        if (short_of_room && enough_free_now())
+            return hold_for_room();
         if (run_now && !gate.reason.empty())
             o.annotation_accepted = stock_text(locality_string(intent), gate.reason);
         return o;
@@ -439,13 +479,18 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
         o.signals = gate.reason;
         o.placement = std::move(p);
         // Best effort is allowed: cons_tres decides on everything allowed.
-        if (req.locality == Locality::Prefer && req.fallback)
+        if (req.locality == Locality::Prefer && req.fallback) {
+            if (short_of_room && enough_free_now())
+                return hold_for_room();
             return o;
+        }
         o.offer = Outcome::Offer::Refuse;
         o.verdict = SelectVerdict::Waiting;
         o.reason = o.placement.reason;
         return o;
     }
+    if (short_of_room)
+        return hold_for_room();
     o.offer = Outcome::Offer::Narrowed;
     o.verdict = SelectVerdict::Placed;
     o.nodes = p.nodes;
@@ -523,9 +568,14 @@ void PlacementSession::job_started(const JobFacts& job, const std::vector<int>& 
             if (mi < 0 || static_cast<size_t>(mi) >= model_->nodes.size())
                 throw Error("model node " + std::to_string(mi) + " out of range (a bug in the select adapter)");
         prefer_.erase(job.job_id);
+        room_.erase(job.job_id);
         const JobIntent intent = intent_of(job);
         intents_.erase(job.job_id);  // a requeued job is decoded again
-        const double node_kw = job.gpus_per_node * power_w_per_gpu(model_->admission, intent) / 1000.0;
+        // During an event, as the planner counts a start the meter has not
+        // seen yet (start_w_gpu()).
+        const SignalsView view = signals_view(now);
+        const bool event = !active_events(view.snap.get(), now).empty();
+        const double node_kw = job.gpus_per_node * start_w_gpu(model_->admission, intent, event) / 1000.0;
         for (int mi : model_nodes)
             started_.push_back({now, model_->nodes[mi].domain, node_kw});
         // Placement quality counts real starts only (a successful test may
@@ -533,9 +583,9 @@ void PlacementSession::job_started(const JobFacts& job, const std::vector<int>& 
         const int started = static_cast<int>(model_nodes.size());
         if (started > 0)
             stats_.placement(domains_spanned(*model_, model_nodes), fits_one_domain(*model_, started));
-        const SignalsView view = signals_view(now);
-        if (!active_events(view.snap.get(), now).empty())
-            pacer_.book(model_->admission, now, job.gpus_per_node * started, node_kw * started);
+        if (event)
+            pacer_.book(model_->admission, now, job.gpus_per_node * started,
+                        job.gpus_per_node * power_w_per_gpu(model_->admission, intent) / 1000.0 * started);
     } catch (const std::exception& e) {
         error("JobId=" + std::to_string(job.job_id) + ": " + e.what() + "; its start is not counted");
     } catch (...) {
@@ -559,6 +609,8 @@ void PlacementSession::still_waiting(uint32_t job_id, int64_t now)
         prefer_swept_ = now;
         for (auto it = prefer_.begin(); it != prefer_.end();)
             it = now - it->second.seen > kPreferClockIdleSec ? prefer_.erase(it) : std::next(it);
+        for (auto it = room_.begin(); it != room_.end();)
+            it = now - it->second > kPreferClockIdleSec ? room_.erase(it) : std::next(it);
     }
     auto it = prefer_.find(job_id);
     if (it != prefer_.end())

@@ -221,6 +221,11 @@ class PlacementSession {
     void still_waiting(uint32_t job_id, int64_t now);
     // Prefer clocks held (jobs that were not tested for a day are forgotten).
     size_t prefer_clocks() const { return prefer_.size(); }
+    // Jobs held for room (WaitCause::PowerRoom): job id -> when their wait
+    // began. A job leaves when it starts or a run-now test does not hold
+    // it; m2g-curtaild counts one only while its wait (CurtailStartWaitSec)
+    // lasts.
+    const std::unordered_map<uint32_t, int64_t>& room_waits() const { return room_; }
 
     // The decision counters, kept across reloads (the adapter counts each
     // job_test's verdict and time here).
@@ -279,6 +284,7 @@ class PlacementSession {
     std::deque<Start> started_;
     Pacer pacer_;  // GPU starts during curtailment
     std::unordered_map<uint32_t, PreferClock> prefer_;  // by job id
+    std::unordered_map<uint32_t, int64_t> room_;        // by job id: its wait for room began
     int64_t prefer_swept_ = 0;
     Counters stats_;
     StatsWriter stats_writer_;

@@ -6,6 +6,7 @@
 #include "core/job/annotation.hpp"
 #include "core/base/keys.hpp"
 #include "core/base/text.hpp"
+#include "core/power/curtail.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -840,6 +841,41 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
                             break;
                         }
                 }
+            }
+        }
+    }
+    // Work m2g may not curtail, under CurtailMode=enforce: a start that
+    // would put the site over the budget m2g-curtaild holds waits, at most
+    // CurtailStartWaitSec, for curtailment to make room, rather than run
+    // over the budget until the controller's next pass (and its meter)
+    // sees it. m2g-curtaild reads the wait from the job's annotation. A
+    // stale feed's draw is not trusted: the job starts.
+    if (blocked.empty() && s && !v.failsafe && !(is_deferrable(p, r.intent) && !deadline_reached) &&
+        p.curtail_mode == CurtailMode::Enforce && p.curtail_start_wait_sec > 0 && s->site.draw_kw >= 0) {
+        const int64_t since = r.room_since > 0 ? r.room_since : r.now;
+        const CurtailmentEvent* ahead = nullptr;
+        const double budget =
+            p.curtail_lead_sec > 0
+                ? lowest_budget_kw(m, s, EventScope::Site, kNone, r.now, r.now + p.curtail_lead_sec + 1, &ahead)
+                : effective_budget_kw(m, s, EventScope::Site, kNone, r.now);
+        if (budget >= 0 && r.now - since < p.curtail_start_wait_sec) {
+            double all_started = 0;
+            for (double k : started_kw)
+                all_started += k;
+            // As the planner counts a start no reading has seen yet.
+            bool event = ahead != nullptr;
+            for (const CurtailmentEvent* e : active_events(s, r.now))
+                event = event || e->scope == EventScope::Site;
+            const double job_kw = std::max(0, r.gpus_per_node) * start_w_gpu(p, r.intent, event) / 1000.0 *
+                                  std::max(0, r.nodes);
+            const double head = budget - s->site.draw_kw - all_started;
+            if (head < job_kw) {
+                g.room_short_kw = job_kw - std::max(0.0, head);
+                g.room_since = since;
+                g.room_reason = one_line("site power: " + fixed(std::max(0.0, head), 1) + " kW free of " +
+                                         fixed(budget, 1) + " kW, job needs " + fixed(job_kw, 1) +
+                                         " kW, m2g-curtaild is making room (it starts by " +
+                                         format_utc(since + p.curtail_start_wait_sec) + " regardless)");
             }
         }
     }

@@ -150,6 +150,9 @@ struct GateRequest {
     int nodes = 1;
     int64_t time_limit_s = 0;  // <= 0: unlimited
     int64_t now = 0;
+    // When the job began to wait for room (GateResult::room_short_kw), 0:
+    // it has not: the wait runs CurtailStartWaitSec from then.
+    int64_t room_since = 0;
 };
 
 struct GateResult {
@@ -164,6 +167,16 @@ struct GateResult {
     // RackPower: the racks over budget that trimmed the offer; RowPower:
     // the rows; in `reason`'s order. Empty for every other cause.
     std::vector<std::string> over;
+    // A job m2g may not curtail (not deferrable) that would put the site
+    // over the budget m2g-curtaild holds (CurtailMode=enforce): the kW it
+    // needs beyond what the feed shows free, 0 when it fits or its wait
+    // (CurtailStartWaitSec from room_since) is over. Not a block: the
+    // caller holds the job (WaitCause::PowerRoom, room_reason) only when it
+    // could start now, so that m2g-curtaild makes room for a job that
+    // takes it.
+    double room_short_kw = 0;
+    int64_t room_since = 0;   // the wait's start (the request's, or now)
+    std::string room_reason;  // "site power: 2.0 kW free of 120.0 kW, job needs 12.8 kW, m2g-curtaild is making room (...)"
 };
 
 // Narrow `usable` (per model node) for a job about to be placed:

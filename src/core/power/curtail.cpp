@@ -44,6 +44,8 @@ struct Scope {
 // GPUs of `j` inside `s`.
 int gpus_in(const Scope& s, const CurtailJob& j)
 {
+    if (j.waiting_gpus > 0)  // not placed yet: the site's
+        return s.out.scope == EventScope::Site ? j.waiting_gpus : 0;
     int n = 0;
     for (int node : j.nodes)
         if (node >= 0 && node < static_cast<int>(s.member.size()) && s.member[node])
@@ -53,6 +55,8 @@ int gpus_in(const Scope& s, const CurtailJob& j)
 
 int job_gpus(const CurtailJob& j)
 {
+    if (j.waiting_gpus > 0)
+        return j.waiting_gpus;
     return static_cast<int>(j.nodes.size()) * std::max(0, j.gpus_per_node);
 }
 
@@ -77,14 +81,9 @@ double floor_w(const AdmissionPolicy& p, const CurtailJob& j)
 double unmetered_w_gpu(const AdmissionPolicy& p, const CurtailJob& j)
 {
     const double w = curtail_job_w_gpu(p, j);
-    if (j.suspended || j.w_gpu > 0 || j.intent.power_w_per_gpu > 0)
+    if (j.suspended || j.w_gpu > 0)
         return w;
-    double hi = w;
-    for (int c = 0; c <= static_cast<int>(WorkloadClass::Agentic); ++c) {
-        JobIntent any;
-        any.workload_class = static_cast<WorkloadClass>(c);
-        hi = std::max(hi, power_w_per_gpu(p, any));
-    }
+    const double hi = std::max(w, start_w_gpu(p, j.intent, true));
     return j.cap_w > 0 ? std::min(hi, j.cap_w) : hi;
 }
 
@@ -152,7 +151,7 @@ std::vector<Scope> build_scopes(const Model& m, const SignalsView& v, const std:
             // counted as not (one pass of too little is better than a job
             // suspended for nothing).
             if (s) {
-                const bool unseen = j.start_time > 0 && j.start_time >= s->generated_at;
+                const bool unseen = j.waiting_gpus > 0 || (j.start_time > 0 && j.start_time >= s->generated_at);
                 const double wn = unseen && !sc.out.cause.empty() ? unmetered_w_gpu(p, j) : w;
                 lag += g * (wn - curtail_w_gpu_seen(j, s->generated_at, wn, unused_w)) / 1000.0;
             }
@@ -185,10 +184,36 @@ std::vector<Scope> build_scopes(const Model& m, const SignalsView& v, const std:
 
 bool may_touch(const AdmissionPolicy& p, const CurtailJob& j, CurtailLevel at_least)
 {
+    if (j.waiting_gpus > 0)  // not running: nothing to act on
+        return false;
     return static_cast<int>(curtail_level(p, j.intent)) >= static_cast<int>(at_least);
 }
 
 }  // namespace
+
+double own_w_gpu(const AdmissionPolicy& p, const JobIntent& annotated)
+{
+    if (annotated.power_w_per_gpu <= 0)
+        return 0;
+    JobIntent cls;
+    cls.workload_class = annotated.workload_class;
+    return whole_watts(power_w_per_gpu(p, cls)) == whole_watts(annotated.power_w_per_gpu) ? 0
+                                                                                          : annotated.power_w_per_gpu;
+}
+
+double start_w_gpu(const AdmissionPolicy& p, const JobIntent& intent, bool event)
+{
+    const double w = power_w_per_gpu(p, intent);
+    if (!event || intent.power_w_per_gpu > 0)
+        return w;
+    double hi = w;
+    for (int c = 0; c <= static_cast<int>(WorkloadClass::Agentic); ++c) {
+        JobIntent any;
+        any.workload_class = static_cast<WorkloadClass>(c);
+        hi = std::max(hi, power_w_per_gpu(p, any));
+    }
+    return hi;
+}
 
 double curtail_job_w_gpu(const AdmissionPolicy& p, const CurtailJob& j)
 {
@@ -200,8 +225,8 @@ double curtail_job_w_gpu(const AdmissionPolicy& p, const CurtailJob& j)
 
 double curtail_w_gpu_seen(const CurtailJob& j, int64_t t, double w_now, double idle_w)
 {
-    if (j.start_time > 0 && j.start_time >= t)
-        return std::min(idle_w, w_now);  // it started after the reading: its GPUs were idle in it
+    if (j.waiting_gpus > 0 || (j.start_time > 0 && j.start_time >= t))
+        return std::min(idle_w, w_now);  // it started after the reading (or waits): its GPUs were idle in it
     for (const CurtailChange& c : j.changes)
         if (c.at >= t)
             return c.w_gpu_before > 0 ? c.w_gpu_before : w_now;

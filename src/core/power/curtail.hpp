@@ -46,6 +46,11 @@
 // while its reading predates m2g's last change (until the meter confirms
 // what that change did).
 //
+// Room: a job m2g may not curtail that would put the site over its budget
+// waits, at most CurtailStartWaitSec, while the plan makes room for it
+// (CurtailJob::waiting_gpus): a start answered before it happens, not after
+// the next pass and the meter show it.
+//
 // Draw: a scope's draw is the feed's measured draw (the BMS), plus what
 // m2g's own actions changed after the snapshot was generated (the feed
 // lags the caps) and the estimate of every job that started after it
@@ -98,6 +103,12 @@ struct CurtailJob {
     int checkpoint_signal = 0;   // its --signal (signal= in the annotation), 0 none: a requeue class suspends it
     bool checkpoint_batch_only = false;  // its --signal is B: (to the batch shell only)
     bool cap_unavailable = false;  // a cap could not be applied (node agent down, NVML failing): skip to suspension
+    // > 0: not running but pending, held by select/m2g until there is room
+    // for it (wait=power-room, CurtailStartWaitSec), with this many GPUs:
+    // it counts in the site's draw as a job starting now would (nodes
+    // empty), whatever the reading's time, so that the plan makes room for
+    // it, and it is never acted on.
+    int waiting_gpus = 0;
 };
 
 // CurtailStep (cap, suspend, signal, requeue, resume, uncap): core/job/verdict.hpp.
@@ -142,6 +153,23 @@ struct CurtailState {
     int64_t last_restore = 0;  // when the last restore step was planned
     uint64_t next_order = 1;
 };
+
+// The per-GPU draw counted for a job with `intent` that starts now, before
+// any meter has seen it (W): its stated draw (--m2g-power) where it has
+// one; else, while an event holds the scope (`event`), the highest
+// estimate of any class (a class's estimate is a percentile: in the
+// simulator an inference job estimated at 101 W per GPU drew 397 W); else
+// its class's estimate. select/m2g weighs a start by it during events, the
+// planner a job no reading has seen yet.
+double start_w_gpu(const AdmissionPolicy& p, const JobIntent& intent, bool event);
+
+// What an annotation's w_gpu= (the draw job_submit/m2g assumed, read back
+// into intent.power_w_per_gpu) says of the job itself: that draw when it
+// is the job's own (--m2g-power, a recipe), 0 when it is its class's
+// estimate under `p` (then the planner's rules for estimates apply: the
+// highest class estimate for a start no meter has seen during an event).
+// A stated draw equal to the class's estimate reads as the estimate.
+double own_w_gpu(const AdmissionPolicy& p, const JobIntent& annotated);
 
 // The per-GPU draw the planner assumes for `j` now (cap and suspension
 // applied), in W.

@@ -394,6 +394,18 @@ class Explainer {
                                           : ""));
             return;
         }
+        if (wait == WaitCause::PowerRoom) {
+            e_.evidence.push_back(power_facts(st_, "site", "site"));
+            e_.evidence.push_back(job_need());
+            events_evidence();
+            e_.suggestions.push_back("m2g-curtaild caps or suspends deferrable work to make room for it; it starts "
+                                     "once the meter shows the room" +
+                                     (pl_.room_since > 0
+                                          ? ", by " + format_utc(pl_.room_since + m_.admission.curtail_start_wait_sec) +
+                                                " regardless (CurtailStartWaitSec)"
+                                          : std::string()));
+            return;
+        }
         if (wait == WaitCause::RackPower || wait == WaitCause::RowPower) {
             const std::string scope = wait == WaitCause::RackPower ? "rack" : "row";
             for (const std::string& name : pl_.over)
@@ -441,6 +453,8 @@ class Explainer {
             return " is " + r;  // the engine's sentence starts "waiting for "
         if (wait == WaitCause::SitePower)
             return " is waiting for site power: " + after_colon(r);
+        if (wait == WaitCause::PowerRoom)
+            return " is waiting for room under the site's power budget: " + after_colon(r);
         if (wait == WaitCause::RackPower || wait == WaitCause::RowPower)
             return " is waiting for " + std::string(wait == WaitCause::RackPower ? "rack" : "row") + " power: " + r;
         return " is waiting: " + r;

@@ -362,6 +362,7 @@ void Simulator::runtime_state()
     attempt_work.assign(duration.begin(), duration.begin() + static_cast<long>(nj));
     attempt_overhead.assign(nj, 0);
     in_running.assign(nj, 0);
+    room_woken.assign(nj, 0);
     live_pos.assign(nj, -1);
     no_agent.assign(m.nodes.size(), 0);
     for (const std::string& expr : opts.no_agent)

@@ -458,6 +458,21 @@ bool Simulator::plan_round(double now)
         if (!opts.planner_exact_power)
             list.back().w_gpu = 0;  // the class estimate: no per-job meter
     }
+    // Jobs select/m2g holds for room while their wait lasts, as
+    // m2g-curtaild reads them from their annotations.
+    static const std::unordered_map<uint32_t, int64_t> none;
+    for (const auto& [id, since] : select ? select->room_waits() : none) {
+        if (epoch(now) - since >= ap.curtail_start_wait_sec || in_running[id])
+            continue;
+        CurtailJob c;
+        c.id = id;
+        c.intent = class_intent[cls_of[id]];
+        c.waiting_gpus = jobs[id].gpus;
+        c.start_time = epoch(now);
+        if (opts.planner_exact_power)
+            c.w_gpu = jobs[id].w_gpu;
+        list.push_back(c);
+    }
     SimActuator act(m, no_agent);
     const CurtailTickResult t = tick.run(planner_m, curtail_view(now), list, cstate, act, epoch(now));
     r.curtail_plans += t.plans;

@@ -300,6 +300,7 @@ void Simulator::start_job(int j, double now)
         job.start = now;  // a requeued job keeps its first start
     last_start[j] = now;
     if (curtail) {
+        room_woken[j] = 0;
         CurtailJob& c = cj[j];
         c = CurtailJob{};
         c.id = static_cast<uint32_t>(j);
@@ -362,6 +363,17 @@ bool Simulator::try_place(int j, double now)
         return false;
     if (select_nodes(f, offer, [&](int n) { return node_free[n]; }, SelectMode::RunNow, now))
         return true;
+    if (curtail) {
+        // Held while m2g-curtaild makes room: the controller plans for it
+        // from now, and it starts by the end of its wait at the latest.
+        const auto w = select->room_waits().find(f.job_id);
+        if (w != select->room_waits().end() && room_woken[j] != w->second) {
+            room_woken[j] = w->second;
+            ++inputs;
+            events.push({std::max(now, sim_time(w->second + ap.curtail_start_wait_sec)), kWake, j});
+            return false;
+        }
+    }
     if (clock_started) {
         // A lesser placement was free: its prefer wait starts now and
         // ends with an event. Another job of this shape without a clock

@@ -245,6 +245,9 @@ class Simulator {
     std::vector<double> act_sec, act_w0;
     std::vector<double> attempt_work, attempt_overhead;
     std::vector<uint8_t> in_running;
+    // select/m2g holds the job for room (wait=power-room) since this time:
+    // its wait's end is an event (then it starts regardless); 0 none.
+    std::vector<int64_t> room_woken;
     std::vector<int> live, live_pos;  // jobs holding GPUs (running or suspended)
     CurtailState cstate;
     CurtailTick tick;  // m2g-curtaild's loop

@@ -130,7 +130,7 @@ TEST(ConfigErrors, UnknownKeyNamesLineAndAcceptedKeys)
               "PaceIntervalSec, PaceGpusPerInterval, DeferExemptAccounts, DeferExemptGroups, NoDeferAction, "
               "MaintenanceAction, ReleaseCheckSec, EnergyPricePerKWh, EnergyCurrency, StatsDir, BridgeIntentsFile, "
               "PrivilegedAccounts, PrivilegedGroups, PrivilegedTags, PrivilegedClasses, CurtailMode, CapFloorW, "
-              "IdlePowerPerGpuW, CurtailMarginPct, CheckpointGraceSec, CurtailIntervalSec, CurtailLeadSec, NodeAgentURL, "
+              "IdlePowerPerGpuW, CurtailMarginPct, CheckpointGraceSec, CurtailIntervalSec, CurtailLeadSec, CurtailStartWaitSec, NodeAgentURL, "
               "NodeAgentTokenFile, "
               "DefaultPricePerGpuHour");
 }

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/base/time.hpp"
 #include "core/job/annotation.hpp"
 #include "core/place/session.hpp"
 
@@ -633,6 +634,55 @@ TEST_F(Session, JobStartedBooksItsPowerUntilTheNextSnapshot)
     const StatsSnapshot s = session_.counters().snapshot(now_);
     EXPECT_EQ(s.placement_domains.count(), 1u);
     EXPECT_EQ(s.fit_one_domain, 1u);
+}
+
+// Under CurtailMode=enforce, work m2g may not curtail that could start now
+// but would put the site over its budget waits (wait=power-room, with when
+// its wait began, which m2g-curtaild reads) while m2g-curtaild makes room,
+// CurtailStartWaitSec at most. Planning is not held, and a job that could
+// not start anyway waits for its nodes, not for room.
+TEST_F(Session, WorkItMayNotCurtailWaitsForRoomOnlyWhenItCouldStart)
+{
+    load("CurtailMode=enforce\nCurtailStartWaitSec=30\n",
+         "\"power\": {\"site\": {\"budget_kw\": 10, \"draw_kw\": 7}}");
+    // 2 nodes x 2 kW (DefaultPowerPerGpuW=500, no event) = 4 kW; 3 kW free.
+    const JobFacts f = job("strict:nvlink", 2, "inference");
+    auto at = [&](int64_t t, SelectMode mode) {
+        return session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, mode, t);
+    };
+    EXPECT_EQ(at(now_, SelectMode::WillRun).offer, Offer::Narrowed) << "planning is not held";
+    Outcome o = at(now_, SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Refuse);
+    EXPECT_EQ(o.verdict_after(false), SelectVerdict::Blocked);
+    EXPECT_EQ(o.annotation_now, "waiting policy=strict:nvlink wait=power-room room_since=" + std::to_string(now_) +
+                                    " reason=site power: 3.0 kW free of 10.0 kW, job needs 4.0 kW, m2g-curtaild is "
+                                    "making room (it starts by " + format_utc(now_ + 30) + " regardless)");
+    EXPECT_EQ(parse_placement(o.annotation_now).room_since, now_);
+    ASSERT_EQ(session_.room_waits().count(42), 1u);
+    EXPECT_EQ(session_.room_waits().at(42), now_);
+    // The wait runs on through the tests that hold it...
+    EXPECT_EQ(at(now_ + 29, SelectMode::RunNow).offer, Offer::Refuse);
+    EXPECT_EQ(session_.room_waits().at(42), now_);
+    // ...and is over CurtailStartWaitSec after it began: the job starts.
+    o = at(now_ + 30, SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(session_.room_waits().count(42), 0u);
+    // No domain free: it waits for one, not for room, and no wait runs.
+    free_ = {0, 4, 0, 4, 0, 4, 0, 4};
+    o = at(now_ + 40, SelectMode::RunNow);
+    EXPECT_EQ(parse_placement(o.annotation_now).wait, WaitCause::NvlinkDomain) << o.annotation_now;
+    EXPECT_EQ(session_.room_waits().count(42), 0u);
+    // Locality any: held when enough nodes are free.
+    free_ = std::vector<int>(8, 4);
+    o = session_.decide(job("any", 2, "inference"), offered_, 8, [this](int mi) { return free_.at(mi); },
+                        SelectMode::RunNow, now_ + 50);
+    EXPECT_EQ(parse_placement(o.annotation_now).wait, WaitCause::PowerRoom) << o.annotation_now;
+    // Deferrable work is blocked (site-power), not held for room.
+    o = at(now_ + 60, SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Refuse);
+    o = session_.decide(job("strict:nvlink", 2, "training"), offered_, 8, [this](int mi) { return free_.at(mi); },
+                        SelectMode::RunNow, now_ + 60);
+    EXPECT_EQ(parse_placement(o.annotation_now).wait, WaitCause::SitePower) << o.annotation_now;
 }
 
 TEST_F(Session, ABrokenIntentUsesTheDefaults)

@@ -968,6 +968,62 @@ TEST_F(Admission, GateBlocksOnSitePowerHoldAndPacing)
     EXPECT_FALSE(gate(m, view(), later, {}, &pc, usable, heat).blocked);
 }
 
+// Under CurtailMode=enforce, work m2g may not curtail that would put the
+// site over its budget is not blocked, but short of room: the caller holds
+// it (wait=power-room) for at most CurtailStartWaitSec while m2g-curtaild
+// makes room. During an event its start counts at the highest class
+// estimate, as the planner counts a start the meter has not seen.
+TEST_F(Admission, GateFindsWorkItMayNotCurtailShortOfRoom)
+{
+    site_event("dr-1", kNow - kHour, kNow + kHour, 25);  // 1200 -> 900 kW
+    s.site.draw_kw = 890;
+    std::vector<uint8_t> usable(m.nodes.size(), 1);
+    std::vector<double> heat;
+    // Off (the default) and monitor: nothing to wait for.
+    GateResult g = gate(m, view(), gate_job(WorkloadClass::Inference, 2), {}, nullptr, usable, heat);
+    EXPECT_FALSE(g.blocked);
+    EXPECT_EQ(g.room_short_kw, 0);
+    m.admission.curtail_mode = CurtailMode::Monitor;
+    EXPECT_EQ(gate(m, view(), gate_job(WorkloadClass::Inference, 2), {}, nullptr, usable, heat).room_short_kw, 0);
+    m.admission.curtail_mode = CurtailMode::Enforce;
+    // 8 GPUs x 440 W (benchmark's estimate, the highest) = 3.52 kW; 10 kW free.
+    EXPECT_EQ(gate(m, view(), gate_job(WorkloadClass::Inference, 2), {}, nullptr, usable, heat).room_short_kw, 0);
+    // 4 nodes: 7.04 kW, and 5 kW started since the reading: 2.0 kW short.
+    std::vector<double> started(8, 0.0);
+    started[3] = 5;
+    g = gate(m, view(), gate_job(WorkloadClass::Inference, 4), started, nullptr, usable, heat);
+    EXPECT_FALSE(g.blocked);
+    EXPECT_NEAR(g.room_short_kw, 7.04 - 5.0, 1e-9);
+    EXPECT_EQ(g.room_since, kNow);
+    EXPECT_EQ(g.room_reason, "site power: 5.0 kW free of 900.0 kW, job needs 7.0 kW, m2g-curtaild is making room "
+                             "(it starts by 2026-11-29T20:00:30Z regardless)");
+    // The wait runs from its start: CurtailStartWaitSec later it is over.
+    GateRequest r = gate_job(WorkloadClass::Inference, 4);
+    r.room_since = kNow - 29;
+    EXPECT_GT(gate(m, view(), r, started, nullptr, usable, heat).room_short_kw, 0);
+    r.room_since = kNow - 30;
+    EXPECT_EQ(gate(m, view(), r, started, nullptr, usable, heat).room_short_kw, 0);
+    // --m2g-defer=no is work m2g may not curtail too; deferrable work is
+    // blocked outright (site-power), not held for room.
+    EXPECT_GT(gate(m, view(), gate_job(WorkloadClass::Training, 4, DeferConsent::No), started, nullptr, usable, heat)
+                  .room_short_kw,
+              0);
+    g = gate(m, view(), gate_job(WorkloadClass::Training, 4), started, nullptr, usable, heat);
+    EXPECT_TRUE(g.blocked);
+    EXPECT_EQ(g.wait, WaitCause::SitePower);
+    EXPECT_EQ(g.room_short_kw, 0);
+    // Outside events a start counts at its class's estimate (inference 101 W).
+    s.events.clear();
+    s.site.draw_kw = 1199;
+    g = gate(m, view(), gate_job(WorkloadClass::Inference, 4), {}, nullptr, usable, heat);
+    EXPECT_NEAR(g.room_short_kw, 16 * 0.101 - 1.0, 1e-9);
+    // 0 turns it off; a stale feed's draw is not trusted.
+    m.admission.curtail_start_wait_sec = 0;
+    EXPECT_EQ(gate(m, view(), gate_job(WorkloadClass::Inference, 4), {}, nullptr, usable, heat).room_short_kw, 0);
+    m.admission.curtail_start_wait_sec = 30;
+    EXPECT_EQ(gate(m, held(), gate_job(WorkloadClass::Inference, 4), {}, nullptr, usable, heat).room_short_kw, 0);
+}
+
 // Pre-event ramp: a deferrable job that would still run when an announced
 // event starts is judged against the event's budget; one that ends before
 // it, and non-deferrable work, are not.

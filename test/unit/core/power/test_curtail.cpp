@@ -352,6 +352,64 @@ TEST_F(Curtail, AJobStartedAfterTheReadingIsAddedToIt)
     EXPECT_FALSE(p.over);
 }
 
+// A pending job select/m2g holds until there is room (wait=power-room)
+// counts in the site's draw as a start would, so the plan makes room for it
+// before it starts; it is never acted on, and no restore takes its room.
+TEST_F(Curtail, APendingJobHeldForRoomIsPlannedForBeforeItStarts)
+{
+    auto jobs = mix();
+    s.site.draw_kw = draw_of(jobs);  // 61.2 kW (57.6 training + 3.6 inference)
+    s.site.budget_kw = 70;
+    s.events.push_back(test::site_event("dr-4", kNow - 600, kNow + 3600, 10));  // 63 kW: target 59.85
+    s.site.draw_kw = 59.0;  // already curtailed below the event's target
+    jobs[0].cap_w = 388;    // 72 x (400 - 388) W = 0.86 kW saved before the reading
+    jobs[0].changes.push_back({kNow - 120, 400});
+    const CurtailPlan before = plan_curtailment(m, view(), jobs, st, kNow + 5);
+    EXPECT_FALSE(before.over) << before.summary;
+    // A 9-node inference job waits for room: 36 GPUs, at the highest class
+    // estimate during the event (440 W) less what they drew idle (90 W) in
+    // the reading: 12.6 kW.
+    CurtailJob w;
+    w.id = 9;
+    w.intent.workload_class = WorkloadClass::Inference;
+    w.waiting_gpus = 36;
+    w.start_time = kNow - 10;  // whatever the reading's time: no reading has seen it
+    jobs.push_back(w);
+    CurtailPlan p = plan_curtailment(m, view(), jobs, st, kNow + 5);
+    EXPECT_NEAR(site(p).draw_kw, 59.0 + 36 * (440 - 90) / 1000.0, 1e-9);
+    ASSERT_TRUE(p.over) << p.summary;
+    EXPECT_LE(site(p).after_kw, site(p).target_kw + 1e-9) << p.summary;
+    for (const CurtailAction& a : p.actions)
+        EXPECT_NE(a.job, 9u) << "a pending job is never acted on";
+    EXPECT_TRUE(find(p, 1, CurtailStep::Cap) || find(p, 1, CurtailStep::Suspend)) << p.summary;
+    // Racks and rows do not count it: it has no nodes yet.
+    ASSERT_EQ(p.scopes.size(), before.scopes.size());
+    for (size_t i = 0; i < p.scopes.size(); ++i) {
+        if (p.scopes[i].scope != EventScope::Site) {
+            EXPECT_NEAR(p.scopes[i].draw_kw, before.scopes[i].draw_kw, 1e-9) << p.scopes[i].name;
+        }
+    }
+}
+
+// The w_gpu= job_submit/m2g wrote is the job's own draw only when it is not
+// its class's estimate: m2g-curtaild reads it back so.
+TEST_F(Curtail, AnAnnotatedDrawIsTheJobsOwnOnlyWhenItIsNotTheClassEstimate)
+{
+    JobIntent i;
+    i.workload_class = WorkloadClass::Inference;
+    EXPECT_EQ(own_w_gpu(m.admission, i), 0);
+    i.power_w_per_gpu = 101;  // inference's estimate
+    EXPECT_EQ(own_w_gpu(m.admission, i), 0);
+    JobIntent cls;
+    cls.workload_class = WorkloadClass::Inference;
+    EXPECT_EQ(start_w_gpu(m.admission, cls, true), 440);
+    EXPECT_EQ(start_w_gpu(m.admission, cls, false), 101);
+    i.power_w_per_gpu = 250;  // --m2g-power=250
+    EXPECT_EQ(own_w_gpu(m.admission, i), 250);
+    EXPECT_EQ(start_w_gpu(m.admission, i, true), 250) << "a stated draw stands during events too";
+    EXPECT_EQ(start_w_gpu(m.admission, i, false), 250);
+}
+
 // Nothing is given back while the reading predates m2g's last change: the
 // draw judged until then rests on estimates of what the change did.
 TEST_F(Curtail, ARestoreWaitsForTheMeterToShowTheLastChange)
@@ -549,7 +607,7 @@ TEST(CurtailConfig, KeysParseAndBadValuesSayWhatIsAccepted)
     const std::string base = "NodeName=n[1-2] Gpus=4\n";
     const Model m = build_model(parse_m2g_conf(base + "CurtailMode=enforce\nCapFloorW=250\nIdlePowerPerGpuW=70\n"
                                                       "CurtailMarginPct=3\nCheckpointGraceSec=30\nCurtailIntervalSec=2\n"
-                                                      "CurtailLeadSec=120\n"
+                                                      "CurtailLeadSec=120\nCurtailStartWaitSec=45\n"
                                                       "NodeAgentURL=https://%n.mgmt:7001\nClassName=batch Curtail=cap CapFloorW=150\n",
                                                "t.conf"));
     EXPECT_EQ(m.admission.curtail_mode, CurtailMode::Enforce);
@@ -559,6 +617,7 @@ TEST(CurtailConfig, KeysParseAndBadValuesSayWhatIsAccepted)
     EXPECT_EQ(m.admission.checkpoint_grace_sec, 30);
     EXPECT_EQ(m.admission.curtail_interval_sec, 2);
     EXPECT_EQ(m.admission.curtail_lead_sec, 120);
+    EXPECT_EQ(m.admission.curtail_start_wait_sec, 45);
     EXPECT_EQ(m.admission.node_agent_url, "https://%n.mgmt:7001");
     const ClassPolicy& batch = m.admission.classes[static_cast<int>(WorkloadClass::Batch)];
     EXPECT_EQ(batch.curtail, CurtailLevel::Cap);
@@ -567,6 +626,7 @@ TEST(CurtailConfig, KeysParseAndBadValuesSayWhatIsAccepted)
     // Defaults: deferrable classes may be suspended, the others not.
     const Model d = build_model(parse_m2g_conf(base + "ClassName=inference Deferrable=yes\n", "t.conf"));
     EXPECT_EQ(d.admission.curtail_mode, CurtailMode::Off);
+    EXPECT_EQ(d.admission.curtail_start_wait_sec, 30);
     EXPECT_EQ(d.admission.classes[static_cast<int>(WorkloadClass::Training)].curtail, CurtailLevel::Suspend);
     EXPECT_EQ(d.admission.classes[static_cast<int>(WorkloadClass::Agentic)].curtail, CurtailLevel::None);
     EXPECT_EQ(d.admission.classes[static_cast<int>(WorkloadClass::Inference)].curtail, CurtailLevel::Suspend)
@@ -589,4 +649,6 @@ TEST(CurtailConfig, KeysParseAndBadValuesSayWhatIsAccepted)
               "t.conf:2: CurtailMarginPct=80 is not valid; expected a whole number from 0 to 50");
     EXPECT_EQ(error("CurtailLeadSec=-1\n"),
               "t.conf:2: CurtailLeadSec=-1 is not valid; expected a whole number from 0 to 3600");
+    EXPECT_EQ(error("CurtailStartWaitSec=700\n"),
+              "t.conf:2: CurtailStartWaitSec=700 is not valid; expected a whole number from 0 to 600");
 }

@@ -449,9 +449,11 @@ TEST(SimCurtail, TimeLimitsFromTheFactorReachTheGate)
 // as with none it caps A within the actuation delay and one interval; its
 // own cap is counted as not in the feed yet, so the lag never makes it cap
 // twice, and nothing is given back before the meter shows the cap.
+// (CurtailStartWaitSec=0: I starts when Slurm starts it; the next test
+// holds it until there is room.)
 TEST(SimCurtail, AJobStartIsAnsweredBeforeALaggingMeterShowsIt)
 {
-    const Model m = tiny_with("CurtailMode=enforce");
+    const Model m = tiny_with("CurtailMode=enforce\nCurtailStartWaitSec=0");
     const Signals f = feed(m, 10, 100, 400, 3);
     const std::string a = id_with("train", false), inf = id_with("inf", true);
     auto run = [&](double lag) {
@@ -475,4 +477,37 @@ TEST(SimCurtail, AJobStartIsAnsweredBeforeALaggingMeterShowsIt)
     SimOptions bad = opts_for(f);
     bad.meter_lag_s = -1;
     EXPECT_THROW(simulate(m, trace_of({{a, 0, 10, 4}}), bad), Error);
+}
+
+// select/m2g holds work m2g may not curtail while m2g-curtaild makes room
+// for it (CurtailStartWaitSec, wait=power-room), so the site never goes
+// over: A (training, 16 GPUs at 413 W: 6.608 kW) runs under the event's
+// 7 kW; I (inference, 8 GPUs) could start at 100 but counts at the highest
+// class estimate (training's 413 W here: 3.3 kW) until a meter shows it.
+// The controller caps A to make room, and I starts by its wait's end (no
+// other event brings a scheduling pass before). Without the wait I starts at 100 and the site is
+// over until the controller's next pass and the actuation delay.
+TEST(SimCurtail, WorkItMayNotCurtailWaitsForRoomAndTheSiteStaysUnder)
+{
+    const std::string a = id_with("train", false), inf = id_with("inf", true);
+    auto run = [&](const std::string& wait, double lag) {
+        const Model m = tiny_with("CurtailMode=enforce\nClassName=benchmark PowerPerGpuW=300\n" + wait);
+        const Signals f = feed(m, 10, 50, 400, 3);
+        SimOptions o = opts_for(f);
+        o.class_shares = {{"inference", 50}};
+        o.meter_lag_s = lag;
+        return simulate(m, trace_of({{a, 0, 1000, 16}, {inf, 100, 1000, 8}}), o);
+    };
+    for (double lag : {0.0, 10.0}) {
+        const SimResult held = run("", lag), not_held = run("CurtailStartWaitSec=0", lag);
+        ASSERT_EQ(held.events.size(), 1u);
+        EXPECT_GT(job(held, inf).start, 100) << lag;
+        EXPECT_LE(job(held, inf).start, 130) << lag;  // by its wait's end (no pass retries it before)
+        EXPECT_EQ(job(held, a).caps, 1) << lag;
+        EXPECT_EQ(job(held, a).suspends, 0) << lag;
+        EXPECT_EQ(held.events[0].over_s, 0) << lag;
+        EXPECT_EQ(held.cap_violations, 0) << lag;
+        EXPECT_DOUBLE_EQ(job(not_held, inf).start, 100) << lag;
+        EXPECT_GT(not_held.events[0].over_s, 0) << lag;
+    }
 }
