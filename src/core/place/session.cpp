@@ -334,12 +334,17 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
     gr.time_limit_s = job.time_limit_s;
     gr.now = now;
     if (auto it = room_.find(job.job_id); it != room_.end()) {
-        gr.room_since = it->second;
-        // A wait for room lasts while every run-now test holds the job:
-        // one that does not (room came, its wait is over, or it cannot
-        // start for want of nodes) ends it.
+        // A wait lasts while the run-now tests hold the job: one that does
+        // not (room came, its wait is over, or no nodes are free) ends it,
+        // and so does a gap of CurtailStartWaitSec without a test (the job
+        // was not tried; it did not wait for room). A job that could start
+        // again later, short of room again, waits again: the budget holds
+        // whenever m2g-curtaild can make the room, and each wait is bounded.
+        RoomWait& w = it->second;
+        if (w.open && now - w.held <= model_->admission.curtail_start_wait_sec)
+            gr.room_since = w.since;
         if (mode == SelectMode::RunNow)
-            room_.erase(it);
+            w.open = false;
     }
     // Offered nodes; gate() clears the ones it rules out.
     usable_ = offered;
@@ -366,7 +371,7 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
     // over its budget waits while m2g-curtaild makes room (gate(),
     // CurtailStartWaitSec): only a start decides, so only run-now holds it.
     auto hold_for_room = [&]() -> Outcome {
-        room_[job.job_id] = gate.room_since;
+        room_[job.job_id] = RoomWait{gate.room_since, now, true};
         o.offer = Outcome::Offer::Refuse;
         o.verdict = SelectVerdict::Blocked;
         o.reason = gate.room_reason;
@@ -610,7 +615,7 @@ void PlacementSession::still_waiting(uint32_t job_id, int64_t now)
         for (auto it = prefer_.begin(); it != prefer_.end();)
             it = now - it->second.seen > kPreferClockIdleSec ? prefer_.erase(it) : std::next(it);
         for (auto it = room_.begin(); it != room_.end();)
-            it = now - it->second > kPreferClockIdleSec ? room_.erase(it) : std::next(it);
+            it = now - it->second.held > kPreferClockIdleSec ? room_.erase(it) : std::next(it);
     }
     auto it = prefer_.find(job_id);
     if (it != prefer_.end())

@@ -221,11 +221,18 @@ class PlacementSession {
     void still_waiting(uint32_t job_id, int64_t now);
     // Prefer clocks held (jobs that were not tested for a day are forgotten).
     size_t prefer_clocks() const { return prefer_.size(); }
-    // Jobs held for room (WaitCause::PowerRoom): job id -> when their wait
-    // began. A job leaves when it starts or a run-now test does not hold
-    // it; m2g-curtaild counts one only while its wait (CurtailStartWaitSec)
-    // lasts.
-    const std::unordered_map<uint32_t, int64_t>& room_waits() const { return room_; }
+    // Jobs held for room (WaitCause::PowerRoom), by job id: when their
+    // wait began, when a test last held them, and whether the wait is on.
+    // A run-now test that does not hold the job ends its wait, and so does
+    // a gap of CurtailStartWaitSec without a test; a later hold starts a
+    // new wait. A job leaves when it starts. m2g-curtaild counts a job only
+    // while its wait is on and lasts.
+    struct RoomWait {
+        int64_t since;
+        int64_t held;
+        bool open;
+    };
+    const std::unordered_map<uint32_t, RoomWait>& room_waits() const { return room_; }
 
     // The decision counters, kept across reloads (the adapter counts each
     // job_test's verdict and time here).
@@ -284,7 +291,7 @@ class PlacementSession {
     std::deque<Start> started_;
     Pacer pacer_;  // GPU starts during curtailment
     std::unordered_map<uint32_t, PreferClock> prefer_;  // by job id
-    std::unordered_map<uint32_t, int64_t> room_;        // by job id: its wait for room began
+    std::unordered_map<uint32_t, RoomWait> room_;       // by job id
     int64_t prefer_swept_ = 0;
     Counters stats_;
     StatsWriter stats_writer_;

@@ -70,6 +70,12 @@ const Signals& Simulator::timeline_at(double now)
 // (job_started) until a later snapshot.
 SignalsView Simulator::view_at(double now)
 {
+    // With a lagging meter the plugins read the same reading m2g-curtaild
+    // does (one feed file): the draw of meter_lag_s ago; select/m2g adds
+    // the starts it booked since (started_kw), and sees room m2g-curtaild
+    // made only once the reading shows it.
+    if (opts.meter_lag_s > 0)
+        return curtail_view(now);
     // The feed as the plugins would see it now: the timeline's budgets,
     // events, maintenance and health, and the draw the BMS would report.
     const int64_t e = epoch(now);
@@ -460,9 +466,9 @@ bool Simulator::plan_round(double now)
     }
     // Jobs select/m2g holds for room while their wait lasts, as
     // m2g-curtaild reads them from their annotations.
-    static const std::unordered_map<uint32_t, int64_t> none;
-    for (const auto& [id, since] : select ? select->room_waits() : none) {
-        if (epoch(now) - since >= ap.curtail_start_wait_sec || in_running[id])
+    static const std::unordered_map<uint32_t, PlacementSession::RoomWait> none;
+    for (const auto& [id, w] : select ? select->room_waits() : none) {
+        if (!w.open || epoch(now) - w.since >= ap.curtail_start_wait_sec || in_running[id])
             continue;
         CurtailJob c;
         c.id = id;

@@ -367,10 +367,10 @@ bool Simulator::try_place(int j, double now)
         // Held while m2g-curtaild makes room: the controller plans for it
         // from now, and it starts by the end of its wait at the latest.
         const auto w = select->room_waits().find(f.job_id);
-        if (w != select->room_waits().end() && room_woken[j] != w->second) {
-            room_woken[j] = w->second;
+        if (w != select->room_waits().end() && w->second.open && room_woken[j] != w->second.since) {
+            room_woken[j] = w->second.since;
             ++inputs;
-            events.push({std::max(now, sim_time(w->second + ap.curtail_start_wait_sec)), kWake, j});
+            events.push({std::max(now, sim_time(w->second.since + ap.curtail_start_wait_sec)), kWake, j});
             return false;
         }
     }

@@ -659,29 +659,48 @@ TEST_F(Session, WorkItMayNotCurtailWaitsForRoomOnlyWhenItCouldStart)
                                     "making room (it starts by " + format_utc(now_ + 30) + " regardless)");
     EXPECT_EQ(parse_placement(o.annotation_now).room_since, now_);
     ASSERT_EQ(session_.room_waits().count(42), 1u);
-    EXPECT_EQ(session_.room_waits().at(42), now_);
+    EXPECT_EQ(session_.room_waits().at(42).since, now_);
     // The wait runs on through the tests that hold it...
     EXPECT_EQ(at(now_ + 29, SelectMode::RunNow).offer, Offer::Refuse);
-    EXPECT_EQ(session_.room_waits().at(42), now_);
+    EXPECT_EQ(session_.room_waits().at(42).since, now_);
     // ...and is over CurtailStartWaitSec after it began: the job starts.
     o = at(now_ + 30, SelectMode::RunNow);
     EXPECT_EQ(o.offer, Offer::Narrowed);
-    EXPECT_EQ(session_.room_waits().count(42), 0u);
+    EXPECT_FALSE(session_.room_waits().at(42).open);
+    // Were it not started, and could it start later, short of room again,
+    // it would wait again.
+    EXPECT_EQ(at(now_ + 40, SelectMode::RunNow).offer, Offer::Refuse);
+    EXPECT_EQ(session_.room_waits().at(42).since, now_ + 40);
+    // A gap of CurtailStartWaitSec without a test ends a wait (the job was
+    // not tried; it did not wait for room): the next hold starts a new one.
+    JobFacts g = f;
+    g.job_id = 43;
+    auto at43 = [&](int64_t t) {
+        return session_.decide(g, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, t);
+    };
+    EXPECT_EQ(at43(now_ + 100).offer, Offer::Refuse);
+    EXPECT_EQ(at43(now_ + 110).offer, Offer::Refuse);
+    EXPECT_EQ(session_.room_waits().at(43).since, now_ + 100);
+    EXPECT_EQ(at43(now_ + 200).offer, Offer::Refuse);
+    EXPECT_EQ(session_.room_waits().at(43).since, now_ + 200);
+    EXPECT_EQ(at43(now_ + 229).offer, Offer::Refuse);
+    EXPECT_EQ(at43(now_ + 230).offer, Offer::Narrowed);
     // No domain free: it waits for one, not for room, and no wait runs.
     free_ = {0, 4, 0, 4, 0, 4, 0, 4};
-    o = at(now_ + 40, SelectMode::RunNow);
+    g.job_id = 44;
+    o = session_.decide(g, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, now_ + 240);
     EXPECT_EQ(parse_placement(o.annotation_now).wait, WaitCause::NvlinkDomain) << o.annotation_now;
-    EXPECT_EQ(session_.room_waits().count(42), 0u);
+    EXPECT_EQ(session_.room_waits().count(44), 0u);
     // Locality any: held when enough nodes are free.
     free_ = std::vector<int>(8, 4);
-    o = session_.decide(job("any", 2, "inference"), offered_, 8, [this](int mi) { return free_.at(mi); },
-                        SelectMode::RunNow, now_ + 50);
+    g = job("any", 2, "inference");
+    g.job_id = 45;
+    o = session_.decide(g, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, now_ + 250);
     EXPECT_EQ(parse_placement(o.annotation_now).wait, WaitCause::PowerRoom) << o.annotation_now;
     // Deferrable work is blocked (site-power), not held for room.
-    o = at(now_ + 60, SelectMode::RunNow);
-    EXPECT_EQ(o.offer, Offer::Refuse);
-    o = session_.decide(job("strict:nvlink", 2, "training"), offered_, 8, [this](int mi) { return free_.at(mi); },
-                        SelectMode::RunNow, now_ + 60);
+    g = job("strict:nvlink", 2, "training");
+    g.job_id = 46;
+    o = session_.decide(g, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, now_ + 250);
     EXPECT_EQ(parse_placement(o.annotation_now).wait, WaitCause::SitePower) << o.annotation_now;
 }
 
