@@ -866,6 +866,22 @@ TEST_F(StatusTest, WaitingForSiteAndRackPower)
                        "effective 900.0 kW, draw 899.0 kW, headroom 1.0 kW"}));
     EXPECT_EQ(e.suggestions, Strings{"it starts when the site has 0.4 kW of headroom (1.0 kW now)"});
 
+    // Held while m2g-curtaild makes room for it (wait=power-room).
+    const JobView& w = job(118, JobState::Pending, WorkloadClass::Inference, 8,
+                           "m2g:[waiting policy=prefer:nvlink wait=power-room room_since=" + std::to_string(kNow - 10) +
+                               " reason=site power: 1.0 kW free of 900.0 kW, job needs 3.5 kW, m2g-curtaild is making "
+                               "room (it starts by 2026-11-29T20:00:20Z regardless); admission=admit class=inference "
+                               "w_gpu=101]",
+                           "Resources");
+    e = explain_job(m, c, view(), w, kNow);
+    EXPECT_EQ(e.verdict, "waiting");
+    EXPECT_EQ(e.summary, "Job 118 is waiting for room under the site's power budget: 1.0 kW free of 900.0 kW, job "
+                         "needs 3.5 kW, m2g-curtaild is making room (it starts by 2026-11-29T20:00:20Z regardless); "
+                         "policy prefer:nvlink.");
+    EXPECT_EQ(e.suggestions,
+              Strings{"m2g-curtaild caps or suspends deferrable work to make room for it; it starts once the meter "
+                      "shows the room, by 2026-11-29T20:00:20Z regardless (CurtailStartWaitSec)"});
+
     const JobView& r = job(117, JobState::Pending, WorkloadClass::Training, 72,
                            "m2g:[waiting policy=prefer:nvlink reason=rack nvl01 over budget: 0.0 kW free, job needs "
                            "1.7 kW/node; admission=admit class=training w_gpu=413]",
