@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # select/m2g on the real 144-node testbed, against stock cons_tres with
 # topology/tree in the same test: where a rack-sized job lands on a busy
-# cluster, strict waiting, health, backfill, stock clients and a slurmctld
-# crash with jobs running.
+# cluster, strict waiting, health, backfill, stock clients, a slurmctld
+# crash with jobs running, and jobs that take part of a node.
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -248,4 +248,38 @@ start=$(date -d "$(sacct_field "$pj" Start)" +%s 2>/dev/null) || start=0
 ok "(( start >= ${since:-0} + 20 ))" "no earlier than PreferWaitSec after its wait began ($(( start - ${since:-0} )) s)"
 is "$(where "$(job_nodelist "$pj")" | grep -o 'in [0-9] NVLink domains')" "in 2 NVLink domains" "on two racks"
 scancel -n hold
+scancel "$pj"
+
+# --- (h) jobs that take part of a node ------------------------------------------
+# A one-GPU job goes to the node it leaves the fewest GPUs free on, so whole
+# nodes stay whole: r01n05 has 3 of its 4 GPUs taken, and rack 1 is the
+# first of equal racks.
+tb_wait_for "the jobs of (g) to end" 90 idle_cluster || true
+part=$(sbatch --parsable -J part -N1 -w r01n05 --gres=gpu:3 -t 10 --wrap 'sleep 600')
+wait_job_state "$part" RUNNING 60
+one=$(sbatch --parsable -J one -N1 --gres=gpu:1 -t 5 --wrap 'sleep 600')
+wait_job_state "$one" RUNNING 60
+is "$(job_nodelist "$one")" r01n05 "a one-GPU job fills the node with one GPU left, not an empty node"
+scancel "$part" "$one"
+tb_wait_for "jobs part and one to end" 60 idle_cluster || true
+# Backfill plans a one-GPU job where one GPU frees first, not where a
+# whole node does: r08n18's one-GPU job ends by its 1-minute limit (its
+# three-GPU neighbour runs 10 minutes), r08n17 is whole after 5 minutes,
+# every other node after 30.
+e5=$(sbatch --parsable -J pn -N1 -w r08n17 --exclusive --gres=gpu:4 -t 5 --wrap 'sleep 600')
+b1=$(sbatch --parsable -J pn -N1 -w r08n18 --gres=gpu:1 -t 1 --wrap 'sleep 600')
+c3=$(sbatch --parsable -J pn -N1 -w r08n18 --gres=gpu:3 -t 10 --wrap 'sleep 600')
+wall=$(sbatch --parsable -J pn -N142 -w 'r0[1-7]n[01-18],r08n[01-16]' --exclusive --gres=gpu:4 -t 30 --wrap 'sleep 600')
+for h in "$e5" "$b1" "$c3" "$wall"; do wait_job_state "$h" RUNNING 60; done
+one=$(sbatch --parsable -J one -N1 --gres=gpu:1 -t 2 --wrap 'sleep 5')
+tb_wait_for "backfill plans job $one" 30 planned_on "$one" || true
+planned=$(scontrol show job "$one" | sed -n 's/.*SchedNodeList=\([^ ]*\).*/\1/p') || planned=
+is "$planned" r08n18 "backfill plans a one-GPU job where a GPU frees first (SchedNodeList=${planned:-none})"
+b1_end=$(date -d "$(scontrol show job "$b1" | sed -n 's/.*EndTime=\([^ ]*\).*/\1/p')" +%s 2>/dev/null) || b1_end=0
+planned_start=$(date -d "$(scontrol show job "$one" | sed -n 's/.*StartTime=\([^ ]*\).*/\1/p')" +%s 2>/dev/null) || planned_start=0
+ok "(( b1_end > 0 && planned_start <= b1_end + 60 ))" \
+	"its expected start is when that GPU frees (start $planned_start, the one-GPU job's end $b1_end)"
+check "it starts there once the one-GPU job's limit is up" wait_job_state "$one" "RUNNING|COMPLETED" 150
+is "$(job_nodelist "$one")" r08n18 "on r08n18, beside the three-GPU job"
+scancel -n pn
 done_testing

@@ -160,11 +160,35 @@ void Engine::select_groups(int sw, int need, std::vector<std::pair<int, int>>& p
     }
 }
 
+// The usable healthy nodes of `gr` a job taking part of each node should
+// use, in fit_nodes_: those it leaves the fewest GPUs free on, then rank.
+void Engine::best_fit_nodes(const Group& gr, int want)
+{
+    const std::vector<int>& free = *req_->node_free_gpus;
+    fit_nodes_.clear();
+    for (int n : gr.nodes)
+        if ((*usable_)[n] && (state_->node_degraded.empty() || !state_->node_degraded[n]))
+            fit_nodes_.push_back(n);
+    if (static_cast<int>(fit_nodes_.size()) <= want)
+        return;
+    auto spare = [&](int n) { return static_cast<size_t>(n) < free.size() ? free[n] : 0; };
+    std::stable_sort(fit_nodes_.begin(), fit_nodes_.end(), [&](int a, int b) { return spare(a) < spare(b); });
+    fit_nodes_.resize(static_cast<size_t>(want));
+}
+
 void Engine::fill_group(int g, int units, Placement& out)
 {
     const Group& gr = groups_[g];
     int want = units * unit_;
     const int before = want;
+    if (req_->node_free_gpus && req_->gpus_per_node > 0 && unit_ == 1) {
+        best_fit_nodes(gr, want);
+        for (int n : fit_nodes_)
+            out.nodes.push_back(n);
+        out.domains.push_back(gr.domain != kNone ? gr.domain : -1 - gr.nodes.front());
+        out.leftover += free_[g] - before;
+        return;
+    }
     for (int n : gr.nodes) {
         if (want == 0)
             break;
@@ -364,6 +388,7 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
     Placement out;
     usable_ = &usable;
     state_ = &state;
+    req_ = &req;
     unit_ = req.segment > 0 ? req.segment : 1;
     if (req.nodes <= 0) {
         out.wait = WaitCause::Other;

@@ -41,6 +41,12 @@ struct PlacementRequest {
     bool fallback = false;   // prefer: the wait is over, best effort is accepted
     int spare_per_domain = 0;
     bool explain = true;     // false: a probe nobody reads; Placement::reason stays empty
+    // A job that takes part of each node's GPUs (gpus_per_node > 0) and the
+    // GPUs free on each model node now: within a domain it goes to the nodes
+    // it leaves the fewest GPUs free on (best fit), so whole nodes stay
+    // whole for jobs that need them. Null: rank order.
+    int gpus_per_node = 0;
+    const std::vector<int>* node_free_gpus = nullptr;
 };
 
 struct Placement {
@@ -89,6 +95,7 @@ class Engine {
     int capacity(const Child& c) const;  // in units (nodes, or segments)
     void select_groups(int sw, int need, std::vector<std::pair<int, int>>& picks) const;
     void fill_group(int g, int units, Placement& out);
+    void best_fit_nodes(const Group& gr, int want);
     std::string group_name(int g) const;
     int lower_bound(int nodes, int segment) const;
     // place()'s steps.
@@ -116,7 +123,9 @@ class Engine {
     std::vector<std::pair<int, int>> picks_;      // (group, units)
     mutable std::vector<uint8_t> taken_;
     mutable std::vector<int> used_leaves_;
+    std::vector<int> fit_nodes_;  // best_fit_nodes()
     const std::vector<uint8_t>* usable_ = nullptr;
+    const PlacementRequest* req_ = nullptr;
     const ClusterState* state_ = nullptr;
     int unit_ = 1;
 };

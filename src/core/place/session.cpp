@@ -437,6 +437,16 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
     // Placements on nodes free now come first, also when planning, so
     // backfill starts what can start now; planning then looks further.
     fill_usable(true);
+    // A job that takes part of a node's GPUs goes where it leaves the
+    // fewest free (the engine's best fit within a domain).
+    if (gpn > 0) {
+        node_free_.assign(allowed_.size(), 0);
+        for (size_t mi = 0; mi < allowed_.size(); ++mi)
+            if (usable_[mi])
+                node_free_[mi] = free_gpus(static_cast<int>(mi));
+        req.gpus_per_node = gpn;
+        req.node_free_gpus = &node_free_;
+    }
     // Will-run with FreeAt looks further when this fails, and its answer
     // carries its own reason: this one is a probe until it places.
     const bool looks_further = mode == SelectMode::WillRun && free_at;
@@ -467,9 +477,10 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
     if (!p.ok && planning) {
         // When and where could it run: on the nodes that free first when
         // the adapter knows (Slurm's backfill then reserves those), else
-        // anywhere allowed.
+        // anywhere allowed. What is free now says nothing of then.
+        req.node_free_gpus = nullptr;
         if (mode == SelectMode::WillRun && free_at)
-            p = earliest_placement(req, state, free_at, now);
+            p = earliest_placement(req, job.gpus_per_node, state, free_at, now);
         if (!p.ok) {
             fill_usable(false);
             p = engine_->place(req, usable_, state);
@@ -636,6 +647,47 @@ int64_t PlacementSession::clock_of(const JobFacts& job, int64_t now)
     return it->second.since;
 }
 
+void NodeReleases::reset(size_t nodes)
+{
+    by_node_.resize(nodes);
+    for (auto& v : by_node_)
+        v.clear();
+    sorted_.assign(nodes, 1);
+}
+
+void NodeReleases::add(int node, int64_t end, int gpus)
+{
+    if (node < 0 || static_cast<size_t>(node) >= by_node_.size())
+        return;
+    by_node_[node].push_back({end, gpus});
+    sorted_[node] = 0;
+}
+
+int64_t NodeReleases::free_at(int node, int need, int free_now) const
+{
+    if (node < 0 || static_cast<size_t>(node) >= by_node_.size())
+        return 0;
+    std::vector<Release>& v = by_node_[node];
+    if (v.empty())
+        return 0;
+    if (!sorted_[node]) {
+        std::sort(v.begin(), v.end(), [](const Release& a, const Release& b) { return a.end < b.end; });
+        sorted_[node] = 1;
+    }
+    const bool unknown = std::any_of(v.begin(), v.end(), [](const Release& r) { return r.gpus < 0; });
+    if (need <= 0 || unknown)
+        return v.back().end;
+    if (free_now >= need)
+        return 0;
+    int64_t free = free_now;
+    for (const Release& r : v) {
+        free += r.gpus;
+        if (free >= need)
+            return r.end;
+    }
+    return v.back().end;  // the running jobs hold fewer than the node lacks: when all have ended
+}
+
 // Will-run: the placement the request accepts on the allowed nodes free
 // soonest. The allowed nodes' free times, ascending, are tried by bisection
 // for the first at which the engine places the job on the nodes free by
@@ -644,14 +696,14 @@ int64_t PlacementSession::clock_of(const JobFacts& job, int64_t now)
 // starts at the first time with as many allowed nodes free as the job
 // asks for (the engine never places it on fewer), and its probes skip the
 // reason text: only the answer's is read, and it is placed again with it.
-Placement PlacementSession::earliest_placement(const PlacementRequest& req, const ClusterState& state,
-                                               const FreeAt& free_at, int64_t now)
+Placement PlacementSession::earliest_placement(const PlacementRequest& req, int gpus_per_node,
+                                               const ClusterState& state, const FreeAt& free_at, int64_t now)
 {
     free_time_.assign(allowed_.size(), 0);
     times_.clear();
     for (size_t mi = 0; mi < allowed_.size(); ++mi)
         if (allowed_[mi]) {
-            free_time_[mi] = std::max(free_at(static_cast<int>(mi)), now);
+            free_time_[mi] = std::max(free_at(static_cast<int>(mi), gpus_per_node), now);
             times_.push_back(free_time_[mi]);
         }
     std::sort(times_.begin(), times_.end());

@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -96,11 +97,38 @@ int job_node_count(uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes);
 // Only asked for nodes Slurm offers, and only when the job wants GPUs.
 using FreeGpus = std::function<int(int model_node)>;
 
-// When a model node is expected free of the jobs running on it now (epoch
-// s; 0 or anything up to now: free now): the latest end time of those
-// jobs. Will-run answers use it to plan the job on the nodes that free
-// first (the adapter reads running jobs' end times).
-using FreeAt = std::function<int64_t(int model_node)>;
+// When a model node is expected to have `gpus` GPUs free of the jobs
+// running on it now (epoch s; 0 or anything up to now: free now); gpus 0:
+// free of every job. Will-run answers use it to plan the job on the nodes
+// that free first (the adapter reads running jobs' end times into a
+// NodeReleases). A job of one GPU waits for one GPU, not for the node.
+using FreeAt = std::function<int64_t(int model_node, int gpus)>;
+
+// The jobs running on each model node, as their ends give GPUs back: what
+// select/m2g reads from slurmctld's job list and the simulator from its
+// running jobs, so both answer FreeAt the same way.
+class NodeReleases {
+public:
+    static constexpr int64_t kNever = std::numeric_limits<int64_t>::max() / 4;
+    void reset(size_t nodes);
+    // A job on `node` until `end` (kNever: suspended, or no time limit)
+    // holding `gpus` of its GPUs (< 0: unknown, the node is free of it
+    // only when it ends).
+    void add(int node, int64_t end, int gpus);
+    // When `node` has `need` GPUs free, `free_now` of them free now: 0 when
+    // it has them now, else the end by which enough have ended; need <= 0,
+    // or a holder of unknown GPUs: when every job on it has ended (0 none).
+    int64_t free_at(int node, int need, int free_now) const;
+
+private:
+    struct Release {
+        int64_t end;
+        int gpus;
+    };
+    // Sorted by end on the first question about a node (mutable for that).
+    mutable std::vector<std::vector<Release>> by_node_;
+    mutable std::vector<uint8_t> sorted_;
+};
 
 // What decide() tells the adapter to do with Slurm's bitmap.
 struct Outcome {
@@ -258,8 +286,8 @@ class PlacementSession {
 
     Outcome decide_impl(const JobFacts& job, const std::vector<uint8_t>& offered, int offered_total,
                         const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at);
-    Placement earliest_placement(const PlacementRequest& req, const ClusterState& state, const FreeAt& free_at,
-                                 int64_t now);
+    Placement earliest_placement(const PlacementRequest& req, int gpus_per_node, const ClusterState& state,
+                                 const FreeAt& free_at, int64_t now);
     int64_t likely_start(const PlacementRequest& req, int64_t enough);
     JobIntent intent_of(const JobFacts& job);
     int64_t clock_of(const JobFacts& job, int64_t now);
@@ -298,6 +326,7 @@ class PlacementSession {
     // Scratch, reused between calls.
     std::vector<uint8_t> usable_;    // per model node
     std::vector<uint8_t> allowed_;   // per model node
+    std::vector<int> node_free_;     // per model node: GPUs free now (jobs taking part of a node)
     std::vector<int64_t> free_time_;  // per model node: earliest_placement()'s
     std::vector<int64_t> times_;
     std::vector<int64_t> domain_times_;  // likely_start()'s

@@ -188,9 +188,10 @@ struct State {
     std::vector<int> model_to_slurm;  // model node index -> Slurm node index (or -1)
     int node_count = -1;              // node_record_count the map was built for
     std::vector<uint8_t> offered;     // scratch, per model node
-    // Per model node: when the jobs running on it now end (epoch s, 0 idle),
-    // for will-run answers; rebuilt at most once a second.
-    std::vector<int64_t> free_at;
+    // Per model node: the jobs running on it now, their ends and GPUs, for
+    // will-run answers; rebuilt at most once a second.
+    m2g::NodeReleases free_at;
+    size_t free_at_nodes = 0;
     int64_t free_at_built = -1;
 };
 State g;
@@ -333,17 +334,19 @@ m2g::SelectMode select_mode(uint16_t mode)
     return m2g::SelectMode::RunNow;  // cons_tres accepts no other mode
 }
 
-// When each model node is free of the jobs running (or suspended) on it
-// now: the latest of their end times (a suspended job's, or one without a
-// time limit, never). Built from job_list once a second at most: backfill
-// asks will-run for many jobs in one pass. slurmctld holds the job read
-// lock around select_p_job_test.
-const std::vector<int64_t>& node_free_at(int64_t now)
+// The jobs running (or suspended) on each model node now, as their ends
+// give GPUs back: end time (a suspended job's, or one without a time
+// limit, never) and the GPUs Slurm allocated it there (gres_list_alloc's
+// per-node counts; unknown: the node is free of it only when it ends).
+// Built from job_list once a second at most: backfill asks will-run for
+// many jobs in one pass. slurmctld holds the job read lock around
+// select_p_job_test.
+const m2g::NodeReleases& node_free_at(int64_t now)
 {
-    if (g.free_at_built == now && g.free_at.size() == g_session->model_nodes())
+    if (g.free_at_built == now && g.free_at_nodes == g_session->model_nodes())
         return g.free_at;
-    constexpr int64_t kNever = std::numeric_limits<int64_t>::max() / 4;
-    g.free_at.assign(g_session->model_nodes(), 0);
+    g.free_at.reset(g_session->model_nodes());
+    g.free_at_nodes = g_session->model_nodes();
     g.free_at_built = now;
     // job_list is slurmctld's: on 22.05 the clients (srun, sbatch, scancel)
     // load this plugin too, and a reference to the symbol would fail their
@@ -357,14 +360,36 @@ const std::vector<int64_t>& node_free_at(int64_t now)
         if (!j->node_bitmap || !(IS_JOB_RUNNING(j) || IS_JOB_SUSPENDED(j)))
             continue;
         const int64_t end = IS_JOB_SUSPENDED(j) || j->time_limit == INFINITE || j->end_time <= 0
-                                ? kNever
+                                ? m2g::NodeReleases::kNever
                                 : static_cast<int64_t>(j->end_time);
+        // GPUs per node of the allocation, by the job's node index.
+        const uint64_t* per_node = nullptr;
+        uint32_t per_node_cnt = 0;
+        bool gpus_known = true;
+        for_each_gpu_gres(j->gres_list_alloc, [&](void* data) {
+            auto* js = static_cast<gres_job_state_t*>(data);
+            if (per_node || !js->gres_cnt_node_alloc)
+                gpus_known = false;  // several GPU types, or no per-node counts
+            per_node = js->gres_cnt_node_alloc;
+            per_node_cnt = js->node_cnt;
+        });
+        // --exclusive: the node is the job's whatever GPUs it holds.
+        if (j->details && (j->details->whole_node & WHOLE_NODE_REQUIRED))
+            gpus_known = false, per_node = nullptr;
         const int last = bit_fls(j->node_bitmap);
-        for (int i = bit_ffs(j->node_bitmap); i >= 0 && i <= last && i < node_record_count; ++i)
-            if (bit_test(j->node_bitmap, i) && g.slurm_to_model[i] >= 0) {
-                int64_t& t = g.free_at[g.slurm_to_model[i]];
-                t = std::max(t, end);
-            }
+        uint32_t k = 0;  // the node's index within the job
+        for (int i = bit_ffs(j->node_bitmap); i >= 0 && i <= last && i < node_record_count; ++i) {
+            if (!bit_test(j->node_bitmap, i))
+                continue;
+            int gpus = 0;  // a job without GPUs gives none back
+            if (per_node)
+                gpus = gpus_known && k < per_node_cnt ? static_cast<int>(per_node[k]) : -1;
+            else if (!gpus_known)
+                gpus = -1;
+            if (g.slurm_to_model[i] >= 0)
+                g.free_at.add(g.slurm_to_model[i], end, gpus);
+            ++k;
+        }
     }
     list_iterator_destroy(it);
     return g.free_at;
@@ -494,8 +519,8 @@ static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
         const m2g::SelectMode sm = select_mode(mode);
         m2g::FreeAt free_at;
         if (sm == m2g::SelectMode::WillRun) {
-            const std::vector<int64_t>& at = node_free_at(now);
-            free_at = [&at](int mi) { return at[static_cast<size_t>(mi)]; };
+            const m2g::NodeReleases& at = node_free_at(now);
+            free_at = [&at, &free_on](int mi, int gpus) { return at.free_at(mi, gpus, free_on(mi)); };
         }
         const m2g::Outcome o =
             g_session->decide(facts, g.offered, bit_set_count(bitmap), free_on, sm, now, free_at);

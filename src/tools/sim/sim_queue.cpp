@@ -404,9 +404,10 @@ void Simulator::queue_job(int j, double now)
 }
 
 // m2g's reservation as select/m2g answers Slurm's backfill: decide() in
-// will-run mode on every usable node, with FreeAt the time each node is
-// free of the jobs running on it (the latest of their end times, as the
-// plugin's node_free_at() reads them), so the session plans the head on
+// will-run mode on every usable node, with FreeAt the time each node has
+// the job's GPUs free of the jobs running on it (their end times and GPUs
+// in a NodeReleases, as the plugin's node_free_at() reads them), so the
+// session plans the head on
 // the placement its intent accepts whose nodes free first; cons_tres's
 // will-run test then starts it when the last of them is free: `shadow`.
 // 1: reserved; 0: the session placed it nowhere; -1: the session left it
@@ -418,19 +419,25 @@ int Simulator::will_run_free_at(int head, double now, double& shadow, const uint
 {
     const SimJobResult& h = jobs[head];
     const int g = std::max(h.gpus_per_node, 1);
-    if (node_end_version != running_version) {  // when each node's running jobs end (0: none runs)
+    // The running jobs' ends and GPUs per node, in milliseconds of
+    // simulated time (their ends need not be whole seconds).
+    if (node_end_version != running_version) {
         node_end_version = running_version;
-        node_end.assign(m.nodes.size(), 0);
+        node_rel.reset(m.nodes.size());
         for (const auto& [end, j] : planned_ends())
             for (int n : jobs[j].placed)
-                node_end[n] = std::max(node_end[n], end);
+                node_rel.add(n, std::llround(end * 1000), jobs[j].gpus_per_node);
     }
+    auto free_ms = [&](int n, int gpus) { return node_rel.free_at(n, gpus, node_free[n]); };
     fut_offer.resize(m.nodes.size());
     for (size_t n = 0; n < m.nodes.size(); ++n)
         fut_offer[n] = node_ok[n] && m.nodes[n].gpus >= g &&
                        !(held && (held[n / 64] >> (n % 64) & 1));
     const int total = static_cast<int>(std::count(fut_offer.begin(), fut_offer.end(), uint8_t(1)));
-    const FreeAt free_at = [&](int n) { return node_end[n] <= now ? 0 : epoch(node_end[n]); };
+    const FreeAt free_at = [&](int n, int gpus) {
+        const double t = static_cast<double>(free_ms(n, gpus)) / 1000;
+        return t <= now ? int64_t(0) : epoch(t);
+    };
     const Outcome o = select->decide(facts_of(head), fut_offer, total, [&](int n) { return node_free[n]; },
                                      SelectMode::WillRun, epoch(now), free_at);
     if (o.offer == Outcome::Offer::Refuse)
@@ -440,7 +447,7 @@ int Simulator::will_run_free_at(int head, double now, double& shadow, const uint
     reserved = o.nodes;
     shadow = now;
     for (int n : reserved)
-        shadow = std::max(shadow, node_end[n]);
+        shadow = std::max(shadow, static_cast<double>(free_ms(n, h.gpus_per_node)) / 1000);
     return 1;
 }
 

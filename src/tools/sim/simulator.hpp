@@ -284,8 +284,8 @@ class Simulator {
     std::vector<size_t> group_end;
     std::vector<int> fut_free, fut_try;
     std::vector<uint8_t> fut_offer;
-    std::vector<double> node_end;  // will_run_free_at: per node, when its running jobs have ended
-    uint64_t node_end_version = 0;  // the running_version node_end was built for
+    NodeReleases node_rel;  // will_run_free_at: per node, when its running jobs give GPUs back (ms)
+    uint64_t node_end_version = 0;  // the running_version node_rel was built for
     std::vector<std::pair<double, int>> plan_ends_;  // planned_ends()
     uint64_t plan_ends_version = 0;  // the running_version plan_ends_ was built for
     std::vector<std::vector<uint8_t>> usable_outside;

@@ -232,7 +232,7 @@ TEST_F(Session, WillRunPlansOnTheDomainThatFreesFirst)
     load();
     free_ = {4, 0, 4, 0, 4, 0, 4, 0};  // n2, n4, n6, n8 busy: no domain whole now
     const std::vector<int64_t> ends = {0, now_ + 500, 0, now_ + 100, 0, now_ + 300, 0, now_ + 200};
-    const FreeAt free_at = [&](int mi) { return ends.at(mi); };
+    const FreeAt free_at = [&](int mi, int) { return ends.at(mi); };
     const JobFacts f = job("strict:nvlink", 2);
     const Outcome o = session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::WillRun,
                                       now_, free_at);
@@ -255,6 +255,80 @@ TEST_F(Session, WillRunPlansOnTheDomainThatFreesFirst)
               Offer::Refuse);
 }
 
+// A job taking one GPU of a node waits for one GPU, not for the node:
+// the will-run answer plans it where a GPU frees first (NodeReleases, as
+// select/m2g reads slurmctld's running jobs), here n2 at +50 although n2's
+// other job runs to +900 and n1 is empty only at +300.
+TEST_F(Session, WillRunPlansAOneGpuJobWhereAGpuFreesFirstNotTheWholeNode)
+{
+    load();
+    free_ = {0, 0, 0, 0, 0, 0, 0, 0};
+    NodeReleases rel;
+    rel.reset(8);
+    rel.add(0, now_ + 300, 4);
+    rel.add(1, now_ + 50, 1);
+    rel.add(1, now_ + 900, 3);
+    for (int mi = 2; mi < 8; ++mi)
+        rel.add(mi, now_ + 600, 4);
+    const FreeAt free_at = [&](int mi, int gpus) { return rel.free_at(mi, gpus, free_.at(mi)); };
+    JobFacts one = job("strict:nvlink", 1);
+    one.gpus_per_node = 1;
+    const Outcome o = session_.decide(one, offered_, 8, [this](int mi) { return free_.at(mi); },
+                                      SelectMode::WillRun, now_, free_at);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.nodes, (std::vector<int>{1}));
+    // A job of whole nodes still waits for them: n1, empty at +300.
+    const Outcome whole = session_.decide(job("strict:nvlink", 1), offered_, 8,
+                                          [this](int mi) { return free_.at(mi); }, SelectMode::WillRun, now_, free_at);
+    ASSERT_EQ(whole.offer, Offer::Narrowed);
+    EXPECT_EQ(whole.nodes, (std::vector<int>{0}));
+}
+
+// A job that takes part of a node goes to the node it leaves the fewest
+// GPUs free on, so whole nodes stay whole: in d1 (the best-fitting domain,
+// first in rank among equals) n2 with 2 free, not the empty n1.
+TEST_F(Session, AJobTakingPartOfANodeFillsTheFullestNodeThatHoldsIt)
+{
+    load();
+    free_ = {4, 2, 4, 4, 4, 4, 4, 4};
+    JobFacts two = job("strict:nvlink", 1);
+    two.gpus_per_node = 2;
+    Outcome o = decide(two, SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.nodes, (std::vector<int>{1}));
+    // Three GPUs do not fit on n2: n1.
+    two.gpus_per_node = 3;
+    o = decide(two, SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.nodes, (std::vector<int>{0}));
+    // Whole nodes: rank order within the domain, as before.
+    free_ = {4, 4, 4, 4, 4, 4, 4, 4};
+    o = decide(job("strict:nvlink", 1), SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.nodes, (std::vector<int>{0}));
+}
+
+TEST(NodeReleases, AnswersWhenANodeHasTheGpusAJobNeeds)
+{
+    NodeReleases r;
+    r.reset(3);
+    r.add(0, 200, 2);
+    r.add(0, 100, 1);
+    // Node 0: one GPU free now, one back at 100, two at 200.
+    EXPECT_EQ(r.free_at(0, 1, 1), 0);
+    EXPECT_EQ(r.free_at(0, 2, 1), 100);
+    EXPECT_EQ(r.free_at(0, 4, 1), 200);
+    EXPECT_EQ(r.free_at(0, 0, 1), 200);  // the whole node: every job ended
+    // A holder of unknown GPUs (--exclusive): free of it only when it ends.
+    r.add(1, 50, 1);
+    r.add(1, 400, -1);
+    EXPECT_EQ(r.free_at(1, 1, 3), 400);
+    EXPECT_EQ(r.free_at(2, 4, 4), 0);  // nothing runs there
+    EXPECT_EQ(r.free_at(7, 1, 0), 0);  // outside the table
+    r.reset(3);
+    EXPECT_EQ(r.free_at(0, 4, 4), 0);
+}
+
 // The will-run answer tries first the time the first domain has the job's
 // nodes free; when the engine will not place there (d2's NVLink is down) the
 // answer is the next domain's, as without the guess.
@@ -264,7 +338,7 @@ TEST_F(Session, WillRunLooksPastADomainThatFreesFirstButIsFaulted)
     load("HealthFile=" + dir_ + "/health1.json\n");
     free_ = {4, 0, 4, 0, 4, 0, 4, 0};
     const std::vector<int64_t> ends = {0, now_ + 500, 0, now_ + 100, 0, now_ + 300, 0, now_ + 200};
-    const FreeAt free_at = [&](int mi) { return ends.at(mi); };
+    const FreeAt free_at = [&](int mi, int) { return ends.at(mi); };
     const Outcome o = session_.decide(job("strict:nvlink", 2), offered_, 8,
                                       [this](int mi) { return free_.at(mi); }, SelectMode::WillRun, now_, free_at);
     ASSERT_EQ(o.offer, Offer::Narrowed);
