@@ -12,13 +12,15 @@
 #include "core/base/keys.hpp"
 #include "core/job/intent.hpp"
 #include "core/job/recipes.hpp"
+#include "core/model/config.hpp"
 
 namespace m2g {
 namespace cli {
 namespace {
 
 struct Recipes {
-    std::string catalog, name;
+    std::string catalog, name, conf;
+    int gpus_per_node = 0;  // show: nodes of this many GPUs (0: m2g.conf's, when it can be read)
     bool as_json = false;
     CLI::App *list = nullptr, *show = nullptr, *validate = nullptr;
 };
@@ -62,6 +64,25 @@ std::string list_json(const RecipeCatalog& c)
     return json_line(o.get());
 }
 
+// The GPUs per node `show` sizes a job for: --gpus-per-node, else what most
+// of m2g.conf's nodes have; 0 when neither is known (the size is not shown,
+// and --json says why).
+int node_gpus_for_show(const Recipes& r, std::string& why)
+{
+    if (r.gpus_per_node > 0)
+        return r.gpus_per_node;
+    const std::string conf = resolve_conf_path(r.conf);
+    try {
+        const int g = load_model(conf).usual_node_gpus();
+        if (g <= 0)
+            why = conf + " declares no node with GPUs";
+        return g;
+    } catch (const std::exception& e) {
+        why = e.what();
+        return 0;
+    }
+}
+
 std::optional<int> run(const Recipes& r)
 {
     if (*r.list) {
@@ -79,7 +100,32 @@ std::optional<int> run(const Recipes& r)
                 throw NotFoundError(e.what());
             }
         }
-        std::cout << (r.as_json ? json_line(recipe_json(*recipe).get()) : format_recipe(*recipe));
+        std::string why;
+        const int node_gpus = node_gpus_for_show(r, why);
+        if (r.as_json) {
+            JsonPtr o = recipe_json(*recipe);
+            json_add_int(o.get(), "gpu_multiple", recipe->intent.gpu_multiple);
+            if (node_gpus > 0) {
+                JobIntent named = recipe->intent;
+                named.recipe = recipe->name;
+                const RecipeSize s = size_from_recipe(named, AskedSize{}, node_gpus);
+                JsonPtr size = json_new_object();
+                json_add_int(size.get(), "node_gpus", node_gpus);
+                json_add_int(size.get(), "nodes", s.nodes);
+                json_add_int(size.get(), "gpus_per_node", s.gpus_per_node);
+                json_add_int(size.get(), "time_limit_s", s.time_limit_s);
+                json_add_string(size.get(), "options", s.said);
+                json_add_value(o.get(), "size", std::move(size));
+            } else {
+                json_add_value(o.get(), "size", JsonPtr());
+                json_add_string(o.get(), "size_unknown", why);
+            }
+            std::cout << json_line(o.get());
+        } else {
+            std::cout << format_recipe(*recipe, node_gpus);
+            if (node_gpus <= 0)
+                std::cout << "  sizes a job   on the cluster's nodes (give --gpus-per-node or --conf: " << why << ")\n";
+        }
     } else if (*r.validate) {
         const RecipeCatalog c = read_recipes(r.catalog);
         std::cout << r.catalog << ": ok: " << c.recipes.size() << " recipes\n";
@@ -100,6 +146,10 @@ Command add_recipe(CLI::App& app)
     r->list = recipe->add_subcommand("list", "One line per recipe: GPUs, class, topology, model");
     r->show = recipe->add_subcommand("show", "Everything a recipe sets, and the options it expands to");
     r->show->add_option("NAME", r->name, "recipe name")->required();
+    r->show->add_option("--gpus-per-node", r->gpus_per_node,
+                        "size the job for nodes of this many GPUs (default: what most of m2g.conf's nodes have)")
+        ->check(CLI::Range(1, 4096));
+    add_conf_option(r->show, r->conf);
     r->validate = recipe->add_subcommand("validate", "Check a catalog; print file:line errors");
     for (auto* sub : {r->list, r->show}) {
         sub->add_option("--catalog", r->catalog, "catalog file (default $M2G_RECIPES or /etc/slurm/m2g-recipes.conf)");

@@ -129,10 +129,16 @@ run env M2G_RECIPES="$RECIPES" "$M2G" recipe list
 is "$rc:$(sed -n '1p;3p' <<<"$out")" "0:RECIPE                      GPUS  CLASS      TOPOLOGY         MODEL          DESCRIPTION
 llama3-405b-pretrain         512  training   strict:nvlink    llama-3.1-405b 405B pre-training, 128 nodes" \
 	"recipe list: one line per recipe (catalog from \$M2G_RECIPES)"
-run "$M2G" recipe show --catalog "$RECIPES" llama3-70b-finetune
-is "$(tail -1 <<<"$out")" \
-	"  expands to    topology=strict:nvlink class=finetune defer=ok model=llama-3.1-70b gpus=16 power_w_per_gpu=950 runtime_s=43200" \
-	"recipe show: what the recipe expands to"
+run "$M2G" recipe show --catalog "$RECIPES" --gpus-per-node 4 llama3-70b-finetune
+is "$(tail -3 <<<"$out")" \
+	"  expands to    topology=strict:nvlink class=finetune defer=ok model=llama-3.1-70b gpus=16 power_w_per_gpu=950 runtime_s=43200 gpu_multiple=8
+  sizes a job   -t 12:00:00 -N 4 --gres=gpu:4 (on 4-GPU nodes, when the job gives no size of its own)
+  by hand       a multiple of 8 GPUs (one model replica, TP*PP)" \
+	"recipe show: what the recipe expands to, and the size it gives a job"
+run "$M2G" recipe show --catalog "$RECIPES" --conf "$SRC/test/fixtures/dgx-h100-pod.conf" llama3-405b-pretrain
+ok "grep -q '^  sizes a job   -t 14-00:00:00 -N 64 --gres=gpu:8 (on 8-GPU nodes' <<<'$out'" \
+	"recipe show: the size for the nodes m2g.conf declares (8-GPU DGX nodes)"
+diag "$out"
 run "$M2G" recipe show --catalog "$RECIPES" llama3-8b
 ok "[[ $rc == 4 && \$(cat $T/err) == *'no such recipe'*'known: llama3-70b-finetune'* ]]" \
 	"recipe show: an unknown name is not found (exit 4) and lists the known ones"
@@ -141,7 +147,7 @@ is "$rc:$(json 'd["catalog"], len(d["recipes"]), d["recipes"][0]["name"], d["rec
 	"0:('$RECIPES', 5, 'llama3-70b-finetune', 16, 'strict:nvlink')" "recipe list --json: the catalog's recipes"
 run "$M2G" recipe show --json --catalog "$RECIPES" llama3-70b-finetune
 is "$rc:$(json 'd["name"], d["class"], d["gpus"], d["power_w_per_gpu"], d["expands_to"]')" \
-	"0:('llama3-70b-finetune', 'finetune', 16, 950.0, 'topology=strict:nvlink class=finetune defer=ok model=llama-3.1-70b gpus=16 power_w_per_gpu=950 runtime_s=43200')" \
+	"0:('llama3-70b-finetune', 'finetune', 16, 950.0, 'topology=strict:nvlink class=finetune defer=ok model=llama-3.1-70b gpus=16 power_w_per_gpu=950 runtime_s=43200 gpu_multiple=8')" \
 	"recipe show --json: what the recipe sets and expands to"
 printf 'RecipeName=x Gpus=16 TP=8 PP=1 DP=1\n' >"$T/bad-recipes.conf"
 run "$M2G" recipe validate "$T/bad-recipes.conf"

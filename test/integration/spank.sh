@@ -60,7 +60,7 @@ job=$(OTEL_RESOURCE_ATTRIBUTES=service.name=trainer sbatch --parsable -N2 --excl
 	-o "$T/job.out" --wrap 'env | grep -E "^(M2G_|OTEL_)" | sort; srun -l env | grep -E "(M2G_|OTEL_)" | sort; sleep 15' \
 	2>"$T/sbatch.err") || rc=$?
 is "$rc" 0 "sbatch with every --m2g-* option"
-ok "grep -Eq '^sbatch: m2g: job intent: topology=strict:nvlink segment=2 class=training recipe=llama3-70b-finetune defer=until=[0-9]+ tags=tenant=acme,project=p1 explain=1 model=llama-3.1-70b gpus=16 power_w_per_gpu=950 runtime_s=43200$' '$T/sbatch.err'" \
+ok "grep -Eq '^sbatch: m2g: job intent: topology=strict:nvlink segment=2 class=training recipe=llama3-70b-finetune defer=until=[0-9]+ tags=tenant=acme,project=p1 explain=1 model=llama-3.1-70b gpus=16 power_w_per_gpu=950 runtime_s=43200 gpu_multiple=8$' '$T/sbatch.err'" \
 	"--m2g-explain prints the resolved intent on the submitting terminal"
 wait_job_state "$job" RUNNING 60
 nodes=$(job_nodes "$job" | tr '\n' ' ')
@@ -92,6 +92,40 @@ ok "! grep -q '^M2G_EXPLAIN' <<<'$out'" "--m2g-explain does not leak into the jo
 sleep 2
 left=$(find "$DCGM" "$TEXTFILE" -type f | wc -l)
 is "$left" 0 "after it ends: mapping files and textfile are gone"
+
+# --- a recipe sizes the job that gives no size of its own --------------------
+# job_submit/m2g fills nodes, GPUs per node and the time limit from the
+# recipe (16 GPUs on 4-GPU nodes; its 12 h runtime cut to the partition's
+# MaxTime of 4 h, since EnforcePartLimits=ALL refuses a longer limit).
+rc=0
+sized=$(sbatch --parsable --hold --m2g-recipe=llama3-70b-finetune --wrap true 2>"$T/sized.err") || rc=$?
+is "$rc" 0 "sbatch --m2g-recipe with no -N, --gres or -t is accepted"
+show=$(scontrol show job "$sized")
+ok "grep -Eq 'NumNodes=4(-4)? ' <<<'$show' && grep -Eq 'TresPerNode=gres[:/]gpu:4' <<<'$show' && grep -q 'TimeLimit=04:00:00' <<<'$show'" \
+	"it is sized from the recipe: 4 nodes x 4 GPUs, the partition's 4 h limit"
+grep -E 'NumNodes=|TresPerNode=|TimeLimit=' <<<"$show" | sed 's/^/# /'
+ok "grep -qF \"m2g: sized from --m2g-recipe=llama3-70b-finetune: -t 04:00:00 (the partition's MaxTime; the recipe's runtime is 12:00:00) -N 4 --gres=gpu:4\" '$T/sized.err'" \
+	"sbatch says what the recipe set"
+scancel "$sized"
+# An explicit size wins: -N 6 --gres=gpu:4 -t 10 is 24 GPUs, three 8-GPU replicas.
+own=$(sbatch --parsable --hold -N6 --gres=gpu:4 -t 10 --m2g-recipe=llama3-70b-finetune --wrap true 2>/dev/null) || own=
+show=$(scontrol show job "$own" 2>&1)
+ok "[[ -n '$own' ]] && grep -Eq 'NumNodes=6(-6)? ' <<<'$show' && grep -q 'TimeLimit=00:10:00' <<<'$show'" \
+	"an explicit -N, --gres and -t win over the recipe"
+[[ -n $own ]] && scancel "$own"
+# ... unless it breaks the recipe's own parallelism, refused with why.
+before=$(sbatch --parsable -J marker --wrap true)
+rc=0
+sbatch -N1 --gres=gpu:4 --m2g-recipe=llama3-70b-finetune --wrap true 2>"$T/refused.err" >/dev/null || rc=$?
+ok "(( rc != 0 )) && grep -qF 'm2g: --m2g-recipe=llama3-70b-finetune runs on 16 GPUs in model replicas of 8 GPUs (TP*PP); this job asks for 4 (-N 1 x 4 per node), not a whole number of them' '$T/refused.err'" \
+	"fewer GPUs than one model replica is refused, saying what is accepted"
+diag "$(cat "$T/refused.err")"
+rc=0
+sbatch -N2 --m2g-recipe=llama3-70b-finetune --wrap true 2>"$T/refused2.err" >/dev/null || rc=$?
+ok "(( rc != 0 )) && grep -q -- '-N 2 cannot hold them evenly at most 4 per node' '$T/refused2.err'" \
+	"-N too small for the recipe's GPUs is refused"
+after=$(sbatch --parsable -J marker --wrap true)
+is "$after" "$((before + 1))" "no refused submission created a job"
 
 # --- scancel removes them too -----------------------------------------------
 job2=$(sbatch --parsable -N1 --exclusive --gres=gpu:4 --m2g-class=inference --wrap 'sleep 300')

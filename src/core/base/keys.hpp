@@ -106,6 +106,7 @@ inline constexpr const char* kEnvModel = "M2G_MODEL";              // from the r
 inline constexpr const char* kEnvGpus = "M2G_GPUS";                // from the recipe
 inline constexpr const char* kEnvPowerPerGpu = "M2G_POWER_W_PER_GPU";  // from the recipe
 inline constexpr const char* kEnvRuntime = "M2G_RUNTIME_S";        // from the recipe
+inline constexpr const char* kEnvGpuMultiple = "M2G_GPU_MULTIPLE";  // from the recipe: GPUs of one model replica (TP*PP)
 inline constexpr const char* kEnvJobId = "M2G_JOB_ID";             // tasks only
 inline constexpr const char* kEnvOtel = "OTEL_RESOURCE_ATTRIBUTES";  // extended, never replaced
 // OpenTelemetry resource attribute keys m2g adds.

@@ -115,7 +115,8 @@ bool JobIntent::operator==(const JobIntent& o) const
     return locality == o.locality && level == o.level && segment == o.segment &&
            workload_class == o.workload_class && recipe == o.recipe && defer == o.defer &&
            defer_until == o.defer_until && tags == o.tags && explain == o.explain && model == o.model &&
-           gpus == o.gpus && power_w_per_gpu == o.power_w_per_gpu && runtime_s == o.runtime_s;
+           gpus == o.gpus && power_w_per_gpu == o.power_w_per_gpu && runtime_s == o.runtime_s &&
+           gpu_multiple == o.gpu_multiple;
 }
 
 const std::vector<OptionSpec>& option_specs()
@@ -278,6 +279,8 @@ void merge_under(JobIntent& e, const JobIntent& r)
         e.power_w_per_gpu = r.power_w_per_gpu;
     if (!e.runtime_s)
         e.runtime_s = r.runtime_s;
+    if (!e.gpu_multiple)
+        e.gpu_multiple = r.gpu_multiple;
 }
 
 
@@ -314,6 +317,8 @@ std::vector<std::pair<std::string, std::string>> encode_intent(const JobIntent& 
         out.emplace_back(kw::kEnvPowerPerGpu, general(i.power_w_per_gpu));
     if (i.runtime_s)
         out.emplace_back(kw::kEnvRuntime, std::to_string(i.runtime_s));
+    if (i.gpu_multiple)
+        out.emplace_back(kw::kEnvGpuMultiple, std::to_string(i.gpu_multiple));
     return out;
 }
 
@@ -394,6 +399,10 @@ JobIntent decode_intent(const std::vector<std::string>& env)
             if (!parse_int(v, 1, 1LL << 40, n))
                 throw ParseError(what + ": not a runtime in seconds");
             i.runtime_s = n;
+        } else if (key == kw::kEnvGpuMultiple) {
+            if (!parse_int(v, 1, 1 << 20, n))
+                throw ParseError(what + ": not a GPU count");
+            i.gpu_multiple = static_cast<int>(n);
         }
     }
     return i;

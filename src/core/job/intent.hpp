@@ -51,6 +51,9 @@ struct JobIntent {
     int gpus = 0;
     double power_w_per_gpu = 0;
     int64_t runtime_s = 0;
+    // GPUs of one model replica (TP*PP): a job sized by hand must ask for a
+    // whole number of them (0: no such rule).
+    int gpu_multiple = 0;
 
     // A tag's value, or "" when absent.
     std::string tag(std::string_view key) const;

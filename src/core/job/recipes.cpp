@@ -153,6 +153,13 @@ RecipeCatalog parse_recipes(std::string_view text, const std::string& file)
         if (r.tp && r.intent.gpus % r.tp)
             throw ParseError(line.loc.str() + ": RecipeName=" + r.name + " has Gpus=" + std::to_string(r.intent.gpus) +
                              ", not a multiple of TP=" + std::to_string(r.tp));
+        // A model replica's GPUs (TP*PP, or TP when Gpus holds no whole
+        // number of TP*PP): a job sized by hand asks for whole replicas.
+        {
+            const long long tp = r.tp ? r.tp : 1, pp = r.pp ? r.pp : 1;
+            long long replica = r.intent.gpus % (tp * pp) == 0 ? tp * pp : tp;
+            r.intent.gpu_multiple = replica > 1 ? static_cast<int>(replica) : 0;
+        }
         r.intent.model = f.str(kw::kRecipeModel);
         if (!r.intent.model.empty())
             check_tag(kw::kTagModel, r.intent.model, line.loc.str() + ": Model=" + r.intent.model);
@@ -213,6 +220,73 @@ void expand_recipe(JobIntent& intent, const RecipeCatalog& catalog)
     merge_under(intent, r->intent);
 }
 
+RecipeSize size_from_recipe(const JobIntent& intent, const AskedSize& asked, int node_gpus)
+{
+    RecipeSize out;
+    if (intent.recipe.empty() || intent.gpus <= 0)
+        return out;
+    const int G = intent.gpus, P = node_gpus, m = intent.gpu_multiple;
+    const std::string who = "m2g: --" + std::string(kw::kOptRecipe) + "=" + intent.recipe + " runs on " +
+                            std::to_string(G) + " GPU" + (G == 1 ? "" : "s");
+    const std::string leave = "; or leave -N and the GPU options out and m2g sizes the job from the recipe";
+    std::string said;
+    auto say = [&](const std::string& s) { said += (said.empty() ? "" : " ") + s; };
+    if (asked.time_limit_s <= 0 && intent.runtime_s > 0) {
+        const bool cut = asked.max_time_limit_s > 0 && intent.runtime_s > asked.max_time_limit_s;
+        out.time_limit_s = cut ? asked.max_time_limit_s : intent.runtime_s;
+        say("-t " + format_slurm_time(out.time_limit_s) +
+            (cut ? " (the partition's MaxTime; the recipe's runtime is " + format_slurm_time(intent.runtime_s) + ")"
+                 : ""));
+    }
+    // The replica rule, on what the job asks for in all.
+    auto whole = [&](long long total, const std::string& how) {
+        if (m <= 1 || (total >= m && total % m == 0))
+            return true;
+        out = RecipeSize{};
+        out.refusal = who + " in model replicas of " + std::to_string(m) + " GPUs (TP*PP); this job asks for " +
+                      std::to_string(total) + " (" + how + "), not a whole number of them. Ask for a multiple of " +
+                      std::to_string(m) + leave;
+        return false;
+    };
+    if (asked.gpus_total > 0) {  // --gpus or --gpus-per-task: Slurm sizes from them
+        whole(asked.gpus_total, "--gpus/--gpus-per-task");
+    } else if (asked.gpus_per_node > 0) {
+        const int g = asked.gpus_per_node;
+        if (asked.nodes > 0) {
+            whole(static_cast<long long>(asked.nodes) * g,
+                  "-N " + std::to_string(asked.nodes) + " x " + std::to_string(g) + " per node");
+        } else if (G % g != 0) {
+            out = RecipeSize{};
+            out.refusal = who + ", not a whole number of nodes at " + std::to_string(g) +
+                          " GPUs per node. Give -N, or a GPU count per node that divides " + std::to_string(G) + leave;
+        } else if (whole(G, std::to_string(G / g) + " nodes x " + std::to_string(g) + " per node")) {
+            out.nodes = G / g;
+            say("-N " + std::to_string(out.nodes));
+        }
+    } else if (asked.nodes > 0) {
+        const int n = asked.nodes;
+        if (P > 0 && (G % n != 0 || G / n > P)) {
+            out = RecipeSize{};
+            out.refusal = who + "; -N " + std::to_string(n) + " cannot hold them evenly at most " + std::to_string(P) +
+                          " per node. Use a node count that divides " + std::to_string(G) + " into at most " +
+                          std::to_string(P) + " per node, or give the GPUs per node too" + leave;
+        } else if (P > 0) {
+            out.gpus_per_node = G / n;
+            say("--gres=gpu:" + std::to_string(out.gpus_per_node));
+        }
+    } else if (P > 0) {
+        int n = (G + P - 1) / P;
+        while (n < G && (G % n != 0 || G / n > P))
+            ++n;
+        out.nodes = n;
+        out.gpus_per_node = G / n;
+        say("-N " + std::to_string(n) + " --gres=gpu:" + std::to_string(out.gpus_per_node));
+    }
+    if (out.refusal.empty())
+        out.said = said;
+    return out;
+}
+
 std::string format_recipe_table(const RecipeCatalog& c)
 {
     std::ostringstream os;
@@ -231,7 +305,7 @@ std::string format_recipe_table(const RecipeCatalog& c)
     return os.str();
 }
 
-std::string format_recipe(const Recipe& r)
+std::string format_recipe(const Recipe& r, int node_gpus)
 {
     std::ostringstream os;
     const JobIntent& i = r.intent;
@@ -251,6 +325,15 @@ std::string format_recipe(const Recipe& r)
     if (i.runtime_s)
         os << "  runtime       " << format_slurm_time(i.runtime_s) << "\n";
     os << "  expands to    " << describe(i) << "\n";
+    if (node_gpus > 0) {
+        JobIntent named = i;
+        named.recipe = r.name;
+        const RecipeSize s = size_from_recipe(named, AskedSize{}, node_gpus);
+        os << "  sizes a job   " << (s.said.empty() ? "(nothing to size)" : s.said) << " (on " << node_gpus
+           << "-GPU nodes, when the job gives no size of its own)\n";
+        if (i.gpu_multiple > 1)
+            os << "  by hand       a multiple of " << i.gpu_multiple << " GPUs (one model replica, TP*PP)\n";
+    }
     return os.str();
 }
 

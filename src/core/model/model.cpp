@@ -35,6 +35,26 @@ int Model::total_gpus() const
     return n;
 }
 
+int Model::usual_node_gpus(const std::vector<int>& among) const
+{
+    std::map<int, int> count;  // GPUs per node -> nodes
+    auto add = [&](const Node& node) {
+        if (node.gpus > 0)
+            ++count[node.gpus];
+    };
+    if (among.empty())
+        for (const Node& node : nodes)
+            add(node);
+    for (int i : among)
+        if (i >= 0 && static_cast<size_t>(i) < nodes.size())
+            add(nodes[static_cast<size_t>(i)]);
+    int best = 0, seen = 0;
+    for (const auto& [gpus, n] : count)
+        if (n >= seen)
+            best = gpus, seen = n;
+    return best;
+}
+
 namespace {
 
 // The indices of the items (switches or domains) that have no parent.

@@ -113,6 +113,9 @@ struct Model {
     int find_domain(std::string_view name) const;
     int find_switch(std::string_view name) const;
     int total_gpus() const;
+    // GPUs per node that most of `among` (model node indices; empty: every
+    // node) have, ignoring nodes without GPUs; the larger on a tie, 0 none.
+    int usual_node_gpus(const std::vector<int>& among = {}) const;
     // Switches with no parent, in declaration order.
     std::vector<int> roots() const;
     // Node indices sorted by rank.

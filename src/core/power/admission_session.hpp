@@ -53,6 +53,7 @@
 
 #include "core/base/log.hpp"
 #include "core/job/bridge.hpp"
+#include "core/job/recipes.hpp"
 #include "core/power/admission.hpp"
 #include "core/model/model.hpp"
 #include "core/power/signals.hpp"
@@ -135,6 +136,10 @@ struct Submission {
     std::function<std::vector<int>(const Model&)> candidate_nodes;
     std::function<std::string()> user_name;                                // by uid
     std::function<std::vector<std::string>(const std::string&)> groups;   // of that user
+    // What the job gave of its own size (job_submit/m2g; asked_known false:
+    // the caller does not say, and a recipe never sizes the job).
+    bool asked_known = false;
+    AskedSize asked;
 };
 
 // What to do with it. The adapter applies exactly this to Slurm's job
@@ -151,6 +156,7 @@ struct SubmitAnswer {
     std::vector<std::string> batch_env_add;  // for the batch script's environment (SLURM_SPANK_M2G_*)
     int64_t begin_time = 0;             // > 0: the job's begin time from now on
     std::optional<std::string> admin_comment;  // the job's new AdminComment (nullopt: unchanged)
+    RecipeSize size;                    // nodes, GPUs per node, time limit the recipe sets (0: the job's own)
     std::optional<AdmissionVerdict> counted;   // the submission's counter (nullopt: not decided)
     Decision decision;                  // what decide() said (Admit when it did not run)
     bool refused() const { return refusal != Refusal::None; }
@@ -254,6 +260,8 @@ class AdmissionSession {
     bool apply_bridge_intent(const AdmissionPolicy& ap, const Submission& s, std::vector<std::string>& env,
                              SubmitAnswer& a);
     SubmitAnswer submit_impl(const Submission& s, int64_t now);
+    bool size_job(const Model& m, const Submission& s, const std::vector<std::string>& env, SubmitAnswer& a,
+                  int& nodes, int& gpus, int64_t& time_limit_s) const;
 
     SessionLog log_;
     std::function<void(const std::string&)> audit_;

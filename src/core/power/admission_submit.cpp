@@ -106,6 +106,43 @@ bool AdmissionSession::apply_bridge_intent(const AdmissionPolicy& ap, const Subm
     return true;
 }
 
+// The size a recipe gives the job (size_from_recipe), into `a.size` and
+// the figures admission weighs; true when it refuses the job (a.refusal
+// set). An intent m2g cannot read is decide()'s to refuse, not this.
+bool AdmissionSession::size_job(const Model& m, const Submission& s, const std::vector<std::string>& env,
+                                SubmitAnswer& a, int& nodes, int& gpus, int64_t& time_limit_s) const
+{
+    JobIntent intent;
+    try {
+        intent = s.intent && !a.spank_env ? *s.intent : decode_intent(env);
+    } catch (const std::exception&) {
+        return false;
+    }
+    if (intent.recipe.empty())
+        return false;
+    const int node_gpus = m.usual_node_gpus(s.candidate_nodes ? s.candidate_nodes(m) : std::vector<int>{});
+    RecipeSize size = size_from_recipe(intent, s.asked, node_gpus);
+    if (!size.refusal.empty()) {
+        info("job from uid " + std::to_string(s.uid) + " refused: " + size.refusal);
+        a.refusal = SubmitAnswer::Refusal::Invalid;
+        a.message = size.refusal;
+        a.counted = AdmissionVerdict::Reject;
+        return true;
+    }
+    if (size.nodes)
+        nodes = size.nodes;
+    if (size.nodes || size.gpus_per_node)
+        gpus = (size.nodes ? size.nodes : nodes) * (size.gpus_per_node ? size.gpus_per_node : s.asked.gpus_per_node);
+    if (size.time_limit_s)
+        time_limit_s = size.time_limit_s;
+    if (size.sets()) {
+        info("job from uid " + std::to_string(s.uid) + ": sized from recipe " + intent.recipe + ": " + size.said);
+        a.message = "m2g: sized from --" + std::string(kw::kOptRecipe) + "=" + intent.recipe + ": " + size.said;
+    }
+    a.size = std::move(size);
+    return false;
+}
+
 SubmitAnswer AdmissionSession::submit(const Submission& s, int64_t now)
 {
     try {
@@ -132,6 +169,12 @@ SubmitAnswer AdmissionSession::submit_impl(const Submission& s, int64_t now)
     // Before Admission=off returns: the intent carries placement too.
     if (!apply_bridge_intent(ap, s, env, a))
         return a;
+    // A recipe sizes the job that gave no size of its own, in every
+    // Admission mode; admission then weighs the job as it will run.
+    int nodes = std::max(1, s.nodes), gpus = s.gpus;
+    int64_t time_limit_s = s.time_limit_s;
+    if (s.asked_known && size_job(*c.model, s, env, a, nodes, gpus, time_limit_s))
+        return a;
     if (ap.mode == AdmissionMode::Off)
         return a;
     const bool enforce = ap.mode == AdmissionMode::Enforce;
@@ -146,9 +189,9 @@ SubmitAnswer AdmissionSession::submit_impl(const Submission& s, int64_t now)
         a.counted = AdmissionVerdict::Reject;
         return a;
     }
-    r.nodes = std::max(1, s.nodes);
-    r.gpus = s.gpus != 0 ? s.gpus : r.intent.gpus;
-    r.time_limit_s = s.time_limit_s;
+    r.nodes = nodes;
+    r.gpus = gpus != 0 ? gpus : r.intent.gpus;
+    r.time_limit_s = time_limit_s;
     r.now = now;
     r.user_begin = s.begin_time > now ? s.begin_time : 0;
     if (s.account)

@@ -458,6 +458,30 @@ void pin_self()
             error("%scannot pin %s: %s", kLog, info.dli_fname, dlerror());
 }
 
+// The size a recipe gave the job (m2g::size_from_recipe): nodes, GPUs
+// per node in the TRES form the release's clients write, time limit in
+// whole minutes.
+void apply_size(job_desc_msg_t* job_desc, const m2g::RecipeSize& size)
+{
+    if (size.nodes > 0) {
+        job_desc->min_nodes = static_cast<uint32_t>(size.nodes);
+        job_desc->max_nodes = static_cast<uint32_t>(size.nodes);
+    }
+    if (size.gpus_per_node > 0) {
+#if M2G_SLURM_NEW_API
+        const std::string gpu = "gres/gpu:" + std::to_string(size.gpus_per_node);
+#else
+        const std::string gpu = "gres:gpu:" + std::to_string(size.gpus_per_node);
+#endif
+        // No GPU item there (asked_known saw none): add one, keep the rest.
+        const std::string rest = job_desc->tres_per_node ? job_desc->tres_per_node : "";
+        xfree(job_desc->tres_per_node);
+        job_desc->tres_per_node = xstrdup((rest.empty() ? gpu : rest + "," + gpu).c_str());
+    }
+    if (size.time_limit_s > 0)
+        job_desc->time_limit = static_cast<uint32_t>((size.time_limit_s + 59) / 60);
+}
+
 }  // namespace
 
 // ---- plugin entry points -------------------------------------------------------
@@ -530,6 +554,22 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
         sub.candidate_nodes = [part](const m2g::Model& m) { return candidate_nodes(m, part); };
         sub.user_name = [job_desc] { return user_name(job_desc->user_id); };
         sub.groups = [job_desc](const std::string& user) { return group_names(user, job_desc->group_id); };
+        // The size the job gave itself, for a recipe to fill what it did not.
+        sub.asked_known = true;
+        sub.asked.nodes = job_desc->min_nodes == NO_VAL ? 0 : static_cast<int>(job_desc->min_nodes);
+        sub.asked.gpus_per_node =
+            static_cast<int>(m2g::gpus_in_tres(job_desc->tres_per_node ? job_desc->tres_per_node : ""));
+        {
+            const int64_t per_job = m2g::gpus_in_tres(job_desc->tres_per_job ? job_desc->tres_per_job : "");
+            const int64_t per_task = m2g::gpus_in_tres(job_desc->tres_per_task ? job_desc->tres_per_task : "");
+            sub.asked.gpus_total = static_cast<int>(per_job ? per_job : per_task * std::max<int64_t>(tasks, 1));
+        }
+        sub.asked.time_limit_s = job_desc->time_limit == NO_VAL || job_desc->time_limit == INFINITE
+                                     ? 0
+                                     : static_cast<int64_t>(job_desc->time_limit) * 60;
+        sub.asked.max_time_limit_s = part && part->max_time != NO_VAL && part->max_time != INFINITE
+                                         ? static_cast<int64_t>(part->max_time) * 60
+                                         : 0;
 
         const auto t0 = std::chrono::steady_clock::now();
         const m2g::SubmitAnswer a = s.session.submit(sub, now);
@@ -546,6 +586,7 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
                 *err_msg = xstrdup(a.message.c_str());
             return a.refusal == m2g::SubmitAnswer::Refusal::Denied ? ESLURM_ACCESS_DENIED : SLURM_ERROR;
         }
+        apply_size(job_desc, a.size);
         if (a.begin_time > 0)
             job_desc->begin_time = a.begin_time;
         if (a.admin_comment) {

@@ -68,6 +68,97 @@ TEST(Recipes, ExplicitOptionsWinOverTheRecipe)
     }
 }
 
+// A recipe sizes the job it names unless the job sized itself: the fine-tune
+// (16 GPUs, TP8: replicas of 8, 12 h) on 4-GPU nodes.
+TEST(Recipes, SizeTheJobThatGaveNoneAndCheckTheOneThatDid)
+{
+    RecipeCatalog c = read_recipes(kExample);
+    JobIntent i;
+    i.recipe = "llama3-70b-finetune";
+    expand_recipe(i, c);
+    EXPECT_EQ(i.gpu_multiple, 8);
+    // Nothing given: 4 nodes x 4 GPUs, its runtime as the limit.
+    RecipeSize s = size_from_recipe(i, AskedSize{}, 4);
+    EXPECT_TRUE(s.refusal.empty()) << s.refusal;
+    EXPECT_EQ(s.nodes, 4);
+    EXPECT_EQ(s.gpus_per_node, 4);
+    EXPECT_EQ(s.time_limit_s, 12 * 3600);
+    EXPECT_EQ(s.said, "-t 12:00:00 -N 4 --gres=gpu:4");
+    // The partition's MaxTime cuts the recipe's runtime (a longer limit is refused or never starts).
+    AskedSize capped;
+    capped.max_time_limit_s = 4 * 3600;
+    s = size_from_recipe(i, capped, 4);
+    EXPECT_EQ(s.time_limit_s, 4 * 3600);
+    EXPECT_EQ(s.said, "-t 04:00:00 (the partition's MaxTime; the recipe's runtime is 12:00:00) -N 4 --gres=gpu:4");
+    // -t given: it wins; -N 8 alone: 2 GPUs per node.
+    AskedSize a;
+    a.time_limit_s = 3600;
+    a.nodes = 8;
+    s = size_from_recipe(i, a, 4);
+    EXPECT_EQ(s.time_limit_s, 0);
+    EXPECT_EQ(s.nodes, 0);
+    EXPECT_EQ(s.gpus_per_node, 2);
+    // --gres=gpu:2 alone: 8 nodes.
+    a = AskedSize{};
+    a.gpus_per_node = 2;
+    s = size_from_recipe(i, a, 4);
+    EXPECT_EQ(s.nodes, 8);
+    EXPECT_EQ(s.gpus_per_node, 0);
+    // Explicit -N and --gres win when they make whole replicas: 6 x 4 = 24 is three.
+    a.nodes = 6;
+    a.gpus_per_node = 4;
+    s = size_from_recipe(i, a, 4);
+    EXPECT_TRUE(s.refusal.empty()) << s.refusal;
+    EXPECT_FALSE(s.sets() && (s.nodes || s.gpus_per_node));
+    // ... and are refused, saying why and what is accepted, when they do not.
+    a.nodes = 1;
+    s = size_from_recipe(i, a, 4);
+    EXPECT_EQ(s.refusal,
+              "m2g: --m2g-recipe=llama3-70b-finetune runs on 16 GPUs in model replicas of 8 GPUs (TP*PP); this job "
+              "asks for 4 (-N 1 x 4 per node), not a whole number of them. Ask for a multiple of 8; or leave -N and "
+              "the GPU options out and m2g sizes the job from the recipe");
+    EXPECT_FALSE(s.sets());
+    a = AskedSize{};
+    a.gpus_total = 12;
+    EXPECT_NE(size_from_recipe(i, a, 4).refusal.find("asks for 12 (--gpus/--gpus-per-task)"), std::string::npos);
+    a = AskedSize{};
+    a.nodes = 3;  // 16 GPUs do not spread evenly over 3 nodes
+    EXPECT_NE(size_from_recipe(i, a, 4).refusal.find("-N 3 cannot hold them evenly at most 4 per node"),
+              std::string::npos);
+    a = AskedSize{};
+    a.gpus_per_node = 3;
+    EXPECT_NE(size_from_recipe(i, a, 4).refusal.find("not a whole number of nodes at 3 GPUs per node"),
+              std::string::npos);
+    // A one-GPU recipe: one node with one GPU; no replica rule.
+    JobIntent one;
+    one.recipe = "gpu-benchmark";
+    expand_recipe(one, c);
+    EXPECT_EQ(one.gpu_multiple, 0);
+    s = size_from_recipe(one, AskedSize{}, 4);
+    EXPECT_EQ(s.nodes, 1);
+    EXPECT_EQ(s.gpus_per_node, 1);
+    // 512 GPUs on 4-GPU nodes: 128 nodes; on 8-GPU nodes: 64.
+    JobIntent big;
+    big.recipe = "llama3-405b-pretrain";
+    expand_recipe(big, c);
+    EXPECT_EQ(big.gpu_multiple, 128);
+    EXPECT_EQ(size_from_recipe(big, AskedSize{}, 4).nodes, 128);
+    EXPECT_EQ(size_from_recipe(big, AskedSize{}, 8).nodes, 64);
+    // No recipe, or nodes of unknown size: nothing but the time limit.
+    EXPECT_FALSE(size_from_recipe(JobIntent{}, AskedSize{}, 4).sets());
+    s = size_from_recipe(i, AskedSize{}, 0);
+    EXPECT_EQ(s.nodes, 0);
+    EXPECT_EQ(s.time_limit_s, 12 * 3600);
+    // The intent carries the replica rule through the job's environment.
+    JobIntent back = decode_intent({"M2G_RECIPE=llama3-70b-finetune", "M2G_GPUS=16", "M2G_GPU_MULTIPLE=8"});
+    EXPECT_EQ(back.gpu_multiple, 8);
+    // m2g recipe show prints the expansion with the size.
+    const std::string shown = format_recipe(*c.find("llama3-70b-finetune"), 4);
+    EXPECT_NE(shown.find("  sizes a job   -t 12:00:00 -N 4 --gres=gpu:4 (on 4-GPU nodes"), std::string::npos)
+        << shown;
+    EXPECT_NE(shown.find("  by hand       a multiple of 8 GPUs"), std::string::npos) << shown;
+}
+
 TEST(Recipes, SlurmTimeFormats)
 {
     EXPECT_EQ(parse_slurm_time("90", "t"), 90 * 60);
