@@ -708,7 +708,7 @@ void test_allocator_recipe_expands_under_options(void**)
     EXPECT_ENV_LIST(job_control_list(), {"M2G_TOPOLOGY", "strict:nvlink"}, {"M2G_SEGMENT", "2"},
                     {"M2G_CLASS", "training"}, {"M2G_RECIPE", "llama3-70b-finetune"}, {"M2G_DEFER", "ok"},
                     {"M2G_TAGS", "tenant=acme"}, {"M2G_MODEL", "llama-3.1-70b"}, {"M2G_GPUS", "16"},
-                    {"M2G_POWER_W_PER_GPU", "950"}, {"M2G_RUNTIME_S", "43200"});
+                    {"M2G_POWER_W_PER_GPU", "950"}, {"M2G_RUNTIME_S", "43200"}, {"M2G_GPU_MULTIPLE", "8"});
 }
 
 void test_allocator_recipe_from_environment(void**)
