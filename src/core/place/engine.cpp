@@ -4,6 +4,7 @@
 #include "core/base/quote.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <sstream>
 
@@ -73,6 +74,7 @@ Engine::Engine(const Model& m) : m_(m)
     std::sort(sizes_desc_.rbegin(), sizes_desc_.rend());
 
     free_.resize(groups_.size());
+    min_weight_.resize(groups_.size());
     units_.resize(groups_.size());
     excluded_.resize(groups_.size());
     sw_units_.resize(m.switches.size());
@@ -172,7 +174,10 @@ void Engine::best_fit_nodes(const Group& gr, int want)
     if (static_cast<int>(fit_nodes_.size()) <= want)
         return;
     auto spare = [&](int n) { return static_cast<size_t>(n) < free.size() ? free[n] : 0; };
-    std::stable_sort(fit_nodes_.begin(), fit_nodes_.end(), [&](int a, int b) { return spare(a) < spare(b); });
+    auto weight = [&](int n) { return req_->node_weight ? (*req_->node_weight)[n] : 0; };
+    std::stable_sort(fit_nodes_.begin(), fit_nodes_.end(), [&](int a, int b) {
+        return weight(a) != weight(b) ? weight(a) < weight(b) : spare(a) < spare(b);
+    });
     fit_nodes_.resize(static_cast<size_t>(want));
 }
 
@@ -189,7 +194,14 @@ void Engine::fill_group(int g, int units, Placement& out)
         out.leftover += free_[g] - before;
         return;
     }
-    for (int n : gr.nodes) {
+    const std::vector<int>* order = &gr.nodes;
+    if (req_->node_weight) {
+        const std::vector<uint64_t>& w = *req_->node_weight;
+        by_weight_ = gr.nodes;
+        std::stable_sort(by_weight_.begin(), by_weight_.end(), [&](int a, int b) { return w[a] < w[b]; });
+        order = &by_weight_;
+    }
+    for (int n : *order) {
         if (want == 0)
             break;
         if (!(*usable_)[n])
@@ -219,6 +231,12 @@ std::string Engine::count_units(const PlacementRequest& req)
             continue;
         }
         ++free_[node_group_[n]];
+    }
+    if (req.node_weight) {
+        std::fill(min_weight_.begin(), min_weight_.end(), UINT64_MAX);
+        for (size_t n = 0; n < usable.size() && n < node_group_.size(); ++n)
+            if (usable[n] && (state.node_degraded.empty() || !state.node_degraded[n]))
+                min_weight_[node_group_[n]] = std::min(min_weight_[node_group_[n]], (*req.node_weight)[n]);
     }
     std::string avoided;
     for (size_t g = 0; g < groups_.size(); ++g) {
@@ -259,6 +277,11 @@ int Engine::best_fit_group(int need) const
     for (size_t g = 0; g < groups_.size(); ++g) {
         if (units_[g] < need)
             continue;
+        if (req_->node_weight && best_group >= 0 && min_weight_[g] != min_weight_[best_group]) {
+            if (min_weight_[g] < min_weight_[best_group])
+                best_group = static_cast<int>(g);
+            continue;
+        }
         if (best_group < 0 || units_[g] < units_[best_group]) {
             best_group = static_cast<int>(g);
             continue;

@@ -47,6 +47,13 @@ struct PlacementRequest {
     // whole for jobs that need them. Null: rank order.
     int gpus_per_node = 0;
     const std::vector<int>* node_free_gpus = nullptr;
+    // Slurm's scheduling weight of each model node (lower is used first),
+    // when they differ; null: all equal. As topology/block picks a block
+    // (eval_nodes_block() in src/plugins/topology/block/eval_nodes_block.c):
+    // a job that fits one group goes to the group holding the lightest
+    // usable node, then by best fit, and within a group to its lightest
+    // nodes first.
+    const std::vector<uint64_t>* node_weight = nullptr;
 };
 
 struct Placement {
@@ -124,6 +131,8 @@ class Engine {
     mutable std::vector<uint8_t> taken_;
     mutable std::vector<int> used_leaves_;
     std::vector<int> fit_nodes_;  // best_fit_nodes()
+    std::vector<uint64_t> min_weight_;  // per group: its lightest usable node (node_weight)
+    std::vector<int> by_weight_;  // fill_group(): a group's nodes, lightest first
     const std::vector<uint8_t>* usable_ = nullptr;
     const PlacementRequest* req_ = nullptr;
     const ClusterState* state_ = nullptr;

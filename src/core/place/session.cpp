@@ -87,6 +87,20 @@ int job_node_count(uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes)
                                                   : min_nodes);
 }
 
+JobFacts shape_job(JobFacts job, int node_gpus)
+{
+    if (job.gpus_total <= 0 || job.gpus_per_node > 0)
+        return job;
+    job.nodes = std::max(job.nodes, 1);
+    if (node_gpus > 0) {
+        const int most = job.max_nodes > job.nodes ? job.max_nodes : job.nodes;
+        const int needed = (job.gpus_total + node_gpus - 1) / node_gpus;
+        job.nodes = std::clamp(needed, job.nodes, most);
+    }
+    job.gpus_per_node = (job.gpus_total + job.nodes - 1) / job.nodes;
+    return job;
+}
+
 SelectVerdict Outcome::verdict_after(bool accepted) const
 {
     if (offer != Offer::Narrowed || accepted)
@@ -164,6 +178,7 @@ void PlacementSession::replace_model(std::unique_ptr<Model> m)
     feed_.reset();
     signals_ = nullptr;
     engine_ = std::make_unique<Engine>(*m);
+    node_gpus_ = m->usual_node_gpus();
     model_ = std::move(m);
     // The old model's health is indexed by its nodes: it goes too, and
     // the new HealthFile (if any) is read at once.
@@ -298,10 +313,11 @@ Outcome PlacementSession::decide(const JobFacts& job, const std::vector<uint8_t>
     return Outcome{};
 }
 
-Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uint8_t>& offered, int offered_total,
+Outcome PlacementSession::decide_impl(const JobFacts& asked, const std::vector<uint8_t>& offered, int offered_total,
                                       const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at)
 {
     Outcome o;  // Stock: cons_tres decides alone
+    const JobFacts job = shape_job(asked, node_gpus_);
     // Jobs that name their nodes or want contiguous ones keep Slurm's way.
     if (!model_ || job.names_nodes)
         return o;
@@ -424,6 +440,8 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
     req.locality = intent.locality;
     req.level = intent.level;
     req.spare_per_domain = pol.spare_per_domain;
+    if (weights_differ_ && weight_.size() == allowed_.size())
+        req.node_weight = &weight_;
     // The prefer wait runs from the first run-now test in which the job
     // could have started (a lesser placement was free), not from its
     // submission: a job that spent hours behind others in the queue has
@@ -520,6 +538,12 @@ Outcome PlacementSession::decide_impl(const JobFacts& job, const std::vector<uin
     return o;
 }
 
+void PlacementSession::set_node_weights(const std::vector<uint64_t>& weights)
+{
+    weight_ = weights;
+    weights_differ_ = std::adjacent_find(weight_.begin(), weight_.end(), std::not_equal_to<>()) != weight_.end();
+}
+
 // The annotation after cons_tres chose nodes from the narrowed set.
 std::string PlacementSession::placed_annotation(const Outcome& o, const std::vector<std::string>& chosen_nodes) const
 {
@@ -575,11 +599,12 @@ Applied PlacementSession::apply(const Outcome& o, const OfferActions& act) const
 
 // A job began: book its power per domain until the feed reports the new
 // draw, and its GPUs in the pacer while a curtailment event is active.
-void PlacementSession::job_started(const JobFacts& job, const std::vector<int>& model_nodes, int64_t now)
+void PlacementSession::job_started(const JobFacts& asked, const std::vector<int>& model_nodes, int64_t now)
 {
     if (!model_)
         return;
     try {
+        const JobFacts job = shape_job(asked, node_gpus_);
         for (int mi : model_nodes)
             if (mi < 0 || static_cast<size_t>(mi) >= model_->nodes.size())
                 throw Error("model node " + std::to_string(mi) + " out of range (a bug in the select adapter)");
@@ -603,9 +628,9 @@ void PlacementSession::job_started(const JobFacts& job, const std::vector<int>& 
             pacer_.book(model_->admission, now, job.gpus_per_node * started,
                         job.gpus_per_node * power_w_per_gpu(model_->admission, intent) / 1000.0 * started);
     } catch (const std::exception& e) {
-        error("JobId=" + std::to_string(job.job_id) + ": " + e.what() + "; its start is not counted");
+        error("JobId=" + std::to_string(asked.job_id) + ": " + e.what() + "; its start is not counted");
     } catch (...) {
-        error("JobId=" + std::to_string(job.job_id) + ": unexpected error; its start is not counted");
+        error("JobId=" + std::to_string(asked.job_id) + ": unexpected error; its start is not counted");
     }
 }
 

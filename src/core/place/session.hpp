@@ -78,7 +78,11 @@ struct JobFacts {
     std::optional<JobIntent> intent;
     int nodes = 1;                       // nodes the job needs (job_node_count())
     int min_nodes = 1;                   // fewest nodes Slurm accepts for it
-    int gpus_per_node = 0;               // 0: none or unknown
+    int max_nodes = 0;                   // most nodes it accepts; 0: nodes
+    int gpus_per_node = 0;               // asked per node (--gpus-per-node, --gres); 0: none or unknown
+    // GPUs asked in all (--gpus, or --gpus-per-task times the tasks) when
+    // not per node; shape_job() spreads them over nodes.
+    int gpus_total = 0;
     int64_t time_limit_s = 0;            // <= 0: unlimited
     // The prefer wait (PreferWaitSec=) counts from the first run-now test
     // in which the job could have started on the nodes free then, with a
@@ -92,6 +96,13 @@ struct JobFacts {
 // The node count a job_test places for: req_nodes when above min_nodes
 // (capped by max_nodes when set), else min_nodes.
 int job_node_count(uint32_t min_nodes, uint32_t max_nodes, uint32_t req_nodes);
+
+// The job as it is placed: a job that asks its GPUs in all (gpus_total)
+// gets them spread evenly over its nodes (gpus_per_node), and when its node
+// count is open (max_nodes above nodes) over the fewest nodes of node_gpus
+// GPUs that hold them, as cons_tres fills nodes (sbatch --gpus=8 without
+// -N: two 4-GPU nodes, not one node of 8). A per-node count wins.
+JobFacts shape_job(JobFacts job, int node_gpus);
 
 // GPUs free now on a model node (the adapter reads Slurm's gres state).
 // Only asked for nodes Slurm offers, and only when the job wants GPUs.
@@ -235,6 +246,15 @@ class PlacementSession {
     // order lives; select/m2g, the simulator and `m2g place` call it).
     Applied apply(const Outcome& o, const OfferActions& act) const;
 
+    // Slurm's scheduling weight of each model node (node_record's
+    // sched_weight; lower is used first), read by the adapter before each
+    // decide(); empty or all equal: weights play no part. With weights
+    // that differ, the engine weighs them as topology/block does
+    // (PlacementRequest::node_weight): Slurm raises the weight of nodes
+    // outside a job's FLEX reservation and of powered-down nodes, so those
+    // count too.
+    void set_node_weights(const std::vector<uint64_t>& weights);
+
     // A job began on `model_nodes` (its nodes the model knows): book its
     // power per domain until the feed's next snapshot, its GPUs in the
     // pacer while an event is active, count the placement and drop its
@@ -327,6 +347,9 @@ class PlacementSession {
     std::vector<uint8_t> usable_;    // per model node
     std::vector<uint8_t> allowed_;   // per model node
     std::vector<int> node_free_;     // per model node: GPUs free now (jobs taking part of a node)
+    int node_gpus_ = 0;              // the model's usual GPUs per node (shape_job())
+    std::vector<uint64_t> weight_;   // per model node: Slurm's sched_weight (set_node_weights())
+    bool weights_differ_ = false;
     std::vector<int64_t> free_time_;  // per model node: earliest_placement()'s
     std::vector<int64_t> times_;
     std::vector<int64_t> domain_times_;  // likely_start()'s

@@ -188,6 +188,7 @@ struct State {
     std::vector<int> model_to_slurm;  // model node index -> Slurm node index (or -1)
     int node_count = -1;              // node_record_count the map was built for
     std::vector<uint8_t> offered;     // scratch, per model node
+    std::vector<uint64_t> weights;    // scratch, per model node: sched_weight
     // Per model node: the jobs running on it now, their ends and GPUs, for
     // will-run answers; rebuilt at most once a second.
     m2g::NodeReleases free_at;
@@ -269,21 +270,23 @@ void for_each_gpu_gres(m2g_list_t list, F&& f)
     list_iterator_destroy(it);
 }
 
-// GPUs per node the job asks for (0: none or unknown).
-int gpus_per_node(job_record_t* job, uint32_t nodes)
+// The GPUs the job asks for: per node (--gpus-per-node, --gres), else in
+// all (--gpus, --gpus-per-task times its tasks), which the session spreads
+// over nodes (m2g::shape_job()). 0: none or unknown.
+void gpus_asked(job_record_t* job, int& per_node, int& total)
 {
-    uint64_t per_node = 0;
+    uint64_t pn = 0, all = 0;
     for_each_gpu_gres(job->gres_list_req, [&](void* data) {
         auto* js = static_cast<gres_job_state_t*>(data);
         if (js->gres_per_node)
-            per_node = std::max<uint64_t>(per_node, js->gres_per_node);
-        else if (js->gres_per_job && nodes)
-            per_node = std::max<uint64_t>(per_node, (js->gres_per_job + nodes - 1) / nodes);
-        else if (js->gres_per_task && nodes && job->details && job->details->num_tasks)
-            per_node = std::max<uint64_t>(
-                per_node, (js->gres_per_task * job->details->num_tasks + nodes - 1) / nodes);
+            pn = std::max<uint64_t>(pn, js->gres_per_node);
+        else if (js->gres_per_job)
+            all = std::max<uint64_t>(all, js->gres_per_job);
+        else if (js->gres_per_task && job->details && job->details->num_tasks)
+            all = std::max<uint64_t>(all, js->gres_per_task * job->details->num_tasks);
     });
-    return static_cast<int>(per_node);
+    per_node = static_cast<int>(pn);
+    total = pn ? 0 : static_cast<int>(all);
 }
 
 // GPUs not yet allocated on a node.
@@ -299,7 +302,7 @@ int free_gpus(node_record_t* node)
 }
 
 // What the session needs to know of a job placed on `nodes` nodes.
-m2g::JobFacts job_facts(job_record_t* job, uint32_t nodes, uint32_t min_nodes)
+m2g::JobFacts job_facts(job_record_t* job, uint32_t nodes, uint32_t min_nodes, uint32_t max_nodes)
 {
     m2g::JobFacts f;
     f.job_id = job->job_id;
@@ -311,7 +314,8 @@ m2g::JobFacts job_facts(job_record_t* job, uint32_t nodes, uint32_t min_nodes)
                 f.spank_env.emplace_back(job->spank_job_env[i]);
     f.nodes = static_cast<int>(nodes);
     f.min_nodes = static_cast<int>(min_nodes);
-    f.gpus_per_node = gpus_per_node(job, nodes);
+    f.max_nodes = static_cast<int>(std::min<uint32_t>(max_nodes, INT32_MAX));  // NO_VAL, INFINITE: open
+    gpus_asked(job, f.gpus_per_node, f.gpus_total);
     f.time_limit_s =
         job->time_limit == NO_VAL || job->time_limit == INFINITE ? 0 : int64_t(job->time_limit) * 60;
     if (job->details)
@@ -424,7 +428,7 @@ void record_job_start(job_record_t* job)
         map_nodes();
         const int64_t now = time(nullptr);
         const uint32_t nodes = static_cast<uint32_t>(bit_set_count(job->node_bitmap));
-        const m2g::JobFacts facts = job_facts(job, nodes, nodes);
+        const m2g::JobFacts facts = job_facts(job, nodes, nodes, nodes);
         const int last = bit_fls(job->node_bitmap);
         std::vector<int> placed;
         for (int i = bit_ffs(job->node_bitmap); i >= 0 && i <= last && i < node_record_count; ++i)
@@ -501,7 +505,7 @@ static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
         return stock(bitmap);
     try {
         const uint32_t nodes = static_cast<uint32_t>(m2g::job_node_count(min_nodes, max_nodes, req_nodes));
-        const m2g::JobFacts facts = job_facts(job_ptr, nodes, min_nodes);
+        const m2g::JobFacts facts = job_facts(job_ptr, nodes, min_nodes, max_nodes);
         map_nodes();
         // Offered nodes in model terms.
         std::fill(g.offered.begin(), g.offered.end(), 0);
@@ -522,6 +526,13 @@ static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
             const m2g::NodeReleases& at = node_free_at(now);
             free_at = [&at, &free_on](int mi, int gpus) { return at.free_at(mi, gpus, free_on(mi)); };
         }
+        // Slurm's scheduling weights (scontrol update may change them).
+        g.weights.resize(g.offered.size());
+        for (size_t mi = 0; mi < g.offered.size(); ++mi) {
+            const int si = g.model_to_slurm[mi];
+            g.weights[mi] = si >= 0 && node_record_table_ptr[si] ? node_record_table_ptr[si]->sched_weight : 0;
+        }
+        g_session->set_node_weights(g.weights);
         const m2g::Outcome o =
             g_session->decide(facts, g.offered, bit_set_count(bitmap), free_on, sm, now, free_at);
         // The Outcome onto Slurm's bitmap: the session holds the order.

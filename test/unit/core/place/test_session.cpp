@@ -841,3 +841,80 @@ TEST(JobNodeCount, FollowsSlurmsRequest)
 }
 
 }  // namespace
+
+// sbatch --gpus=8 (or -n4 --gpus-per-task=2) without -N: cons_tres spreads
+// the GPUs over as many 4-GPU nodes as hold them; m2g places that many, in
+// one domain, instead of looking for one node of 8 GPUs (which made every
+// such job "Requested node configuration is not available" at submit).
+TEST(ShapeJob, SpreadsGpusAskedInAllOverTheFewestNodesThatHoldThem)
+{
+    JobFacts f;
+    f.nodes = 1, f.min_nodes = 1, f.max_nodes = 1 << 30, f.gpus_total = 8;
+    JobFacts s = shape_job(f, 4);
+    EXPECT_EQ(s.nodes, 2);
+    EXPECT_EQ(s.gpus_per_node, 4);
+    f.gpus_total = 6;  // 3 + 3, as even as Slurm's --gpus over 2 nodes allows
+    s = shape_job(f, 4);
+    EXPECT_EQ(s.nodes, 2);
+    EXPECT_EQ(s.gpus_per_node, 3);
+    f.gpus_total = 3;  // fits one node
+    s = shape_job(f, 4);
+    EXPECT_EQ(s.nodes, 1);
+    EXPECT_EQ(s.gpus_per_node, 3);
+    // -N3 --gpus=8: the job's own count stays, GPUs spread over it.
+    f.nodes = f.min_nodes = f.max_nodes = 3, f.gpus_total = 8;
+    s = shape_job(f, 4);
+    EXPECT_EQ(s.nodes, 3);
+    EXPECT_EQ(s.gpus_per_node, 3);
+    // -N1-2 --gpus=16: no more than the job allows.
+    f.nodes = f.min_nodes = 1, f.max_nodes = 2, f.gpus_total = 16;
+    EXPECT_EQ(shape_job(f, 4).nodes, 2);
+    // A per-node count wins; no GPUs: unchanged.
+    f.gpus_per_node = 4;
+    EXPECT_EQ(shape_job(f, 4).nodes, 1);
+    JobFacts none;
+    EXPECT_EQ(shape_job(none, 4).gpus_per_node, 0);
+}
+
+TEST_F(Session, AJobAskingGpusInAllIsPlacedOnTheNodesThatHoldThem)
+{
+    load();
+    free_ = {4, 0, 4, 4, 4, 4, 4, 4};
+    JobFacts eight = job("strict:nvlink", 1);
+    eight.max_nodes = 1 << 30;
+    eight.gpus_per_node = 0;
+    eight.gpus_total = 8;
+    const Outcome o = decide(eight, SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.nodes, (std::vector<int>{2, 3}));  // d2: d1 has one node free
+}
+
+// Node weights as topology/block applies them: the domain holding the
+// lightest node first (then best fit), its lightest nodes first.
+TEST_F(Session, NodeWeightsChooseTheDomainAndNodesAsTopologyBlockDoes)
+{
+    load();
+    // d1 (n1, n2) is heavy: without weights a one-node job goes there first.
+    session_.set_node_weights({100, 100, 1, 1, 1, 1, 1, 1});
+    Outcome o = decide(job("strict:nvlink", 1), SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.nodes, (std::vector<int>{2}));
+    // Only d1 holds two free nodes: the weight gives way to the intent.
+    free_ = {4, 4, 4, 0, 4, 0, 4, 0};
+    o = decide(job("strict:nvlink", 2), SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.nodes, (std::vector<int>{0, 1}));
+    // A FLEX reservation's node (Slurm lowers its sched_weight for the
+    // job) draws the job to its domain, and is taken first there.
+    free_ = {4, 4, 4, 4, 4, 4, 4, 4};
+    session_.set_node_weights({50, 50, 50, 50, 50, 1, 50, 50});
+    o = decide(job("strict:nvlink", 1), SelectMode::RunNow);
+    EXPECT_EQ(o.nodes, (std::vector<int>{5}));
+    o = decide(job("strict:nvlink", 2), SelectMode::RunNow);
+    EXPECT_EQ(o.nodes, (std::vector<int>{4, 5}));  // d3
+    // Equal weights: as without any.
+    session_.set_node_weights({5, 5, 5, 5, 5, 5, 5, 5});
+    free_ = {4, 4, 4, 4, 4, 4, 4, 4};
+    o = decide(job("strict:nvlink", 1), SelectMode::RunNow);
+    EXPECT_EQ(o.nodes, (std::vector<int>{0}));
+}
