@@ -54,7 +54,7 @@ is "$after" "$((before + 1))" "no rejected submission created a job"
 # The class given on the command line wins over the recipe's (finetune);
 # the recipe fills model, GPUs and power; OTEL attributes are extended.
 rc=0
-job=$(OTEL_RESOURCE_ATTRIBUTES=service.name=trainer sbatch --parsable -N2 --exclusive --gres=gpu:4 \
+job=$(OTEL_RESOURCE_ATTRIBUTES=service.name=trainer sbatch --parsable --account=acme -N2 --exclusive --gres=gpu:4 \
 	--m2g-topology=strict:nvlink --m2g-segment=2 --m2g-class=training --m2g-recipe=llama3-70b-finetune \
 	--m2g-defer=until=now+2h --m2g-tag=tenant=acme --m2g-tag=project=p1 --m2g-explain \
 	-o "$T/job.out" --wrap 'env | grep -E "^(M2G_|OTEL_)" | sort; srun -l env | grep -E "(M2G_|OTEL_)" | sort; sleep 15' \
@@ -143,8 +143,29 @@ done
 is "$gone" yes "after scancel: its mapping files and textfile are gone"
 
 # --- environment defaults and srun as the submitter -------------------------
-out=$(M2G_CLASS=inference M2G_TAGS=tenant=globex srun -N1 --m2g-tag=project=p2 env | grep -E '^M2G_(CLASS|TAGS)=' | sort)
+out=$(M2G_CLASS=inference M2G_TAGS=tenant=globex srun --account=globex -N1 --m2g-tag=project=p2 env | grep -E '^M2G_(CLASS|TAGS)=' | sort)
 is "$out" "M2G_CLASS=inference
 M2G_TAGS=project=p2,tenant=globex" "srun: M2G_* environment defaults apply under the command line, tags add up"
+
+# --- the tenant is the job's Slurm account ------------------------------------
+# job_submit/m2g binds it: a job naming none gets its account, in what the
+# tasks see and in the prolog's telemetry labels; a job naming another is
+# refused (PrivilegedTags=tenant would let privileged accounts do it).
+rc=0
+err=$(sbatch --parsable --account=acme -N1 --gres=gpu:1 --m2g-tag=tenant=globex --wrap true 2>&1 >/dev/null) || rc=$?
+is "$((rc != 0)):$(head -n1 <<<"$err")" "1:sbatch: error: m2g: --m2g-tag=tenant=globex: a job's tenant is its Slurm account (acme); naming another is reserved for privileged accounts (none) and Unix groups (none) with PrivilegedTags=tenant in m2g.conf. Submit without the tag, or with --account=globex if you may charge that account." \
+	"a job naming another tenant than its account is refused, with what is accepted"
+ok "grep -q 'm2g: audit: uid 0 (root) account acme: refused: tag tenant=globex is not its account' '$TB_DIR/log/slurmctld.log'" \
+	"the refusal is audited"
+job=$(sbatch --parsable --account=acme -N1 --gres=gpu:1 --m2g-class=training --m2g-tag=project=p3 \
+	-o "$T/tenant.out" --wrap 'env | grep -E "^(M2G_TAGS|OTEL_RESOURCE_ATTRIBUTES)=" | sort; sleep 6')
+wait_job_state "$job" RUNNING 60
+sleep 1
+n1=$(job_nodes "$job" | head -n1)
+ok "grep -q 'tenant=\"acme\",project=\"p3\"' '$TEXTFILE/$n1/m2g_job_$job.prom'" \
+	"no tenant given: the prolog's m2g_job_info carries tenant=\"acme\", the job's account"
+wait_job_state "$job" COMPLETED 60
+is "$(grep '^M2G_TAGS=' "$T/tenant.out")" "M2G_TAGS=project=p3,tenant=acme" "... and the job sees M2G_TAGS with its account as tenant"
+ok "grep -q '^OTEL_RESOURCE_ATTRIBUTES=.*m2g.tenant=acme' '$T/tenant.out'" "... and its OTEL attributes too"
 
 done_testing

@@ -378,7 +378,7 @@ class Decider {
     {
         if (!r_.check_reserved)
             return std::nullopt;
-        const std::vector<std::string> reserved = reserved_uses(p_, r_.intent);
+        const std::vector<std::string> reserved = reserved_uses(p_, r_.intent, r_.account);
         if (reserved.empty())
             return std::nullopt;
         const std::string who = privileged_by(p_, r_);
@@ -651,7 +651,9 @@ std::string Decision::annotation() const
     return one_line(out);
 }
 
-std::vector<std::string> reserved_uses(const AdmissionPolicy& p, const JobIntent& intent)
+std::string privileged_for(const AdmissionPolicy& p, const AdmissionRequest& r) { return privileged_by(p, r); }
+
+std::vector<std::string> reserved_uses(const AdmissionPolicy& p, const JobIntent& intent, const std::string& account)
 {
     std::vector<std::string> out;
     if (intent.workload_class != WorkloadClass::Unset) {
@@ -660,7 +662,8 @@ std::vector<std::string> reserved_uses(const AdmissionPolicy& p, const JobIntent
             out.push_back("class " + c);
     }
     for (const auto& [k, v] : intent.tags)
-        if (std::find(p.privileged_tags.begin(), p.privileged_tags.end(), k) != p.privileged_tags.end())
+        if (!(k == kw::kTagTenant && !account.empty() && v == account) &&
+            std::find(p.privileged_tags.begin(), p.privileged_tags.end(), k) != p.privileged_tags.end())
             out.push_back("tag " + k + "=" + v);
     return out;
 }

@@ -96,7 +96,14 @@ struct AdmissionRequest {
 
 // The reserved parts of `intent` under `p` ("tag priority=high", "class
 // benchmark"), in a fixed order; empty when it uses none.
-std::vector<std::string> reserved_uses(const AdmissionPolicy& p, const JobIntent& intent);
+// A tenant tag equal to `account` (the job's own, as job_submit/m2g binds
+// it) is not reserved.
+std::vector<std::string> reserved_uses(const AdmissionPolicy& p, const JobIntent& intent,
+                                       const std::string& account = "");
+
+// Why `r` is privileged: "account X (PrivilegedAccounts=)", "group G
+// (PrivilegedGroups=)", or "" when it is not.
+std::string privileged_for(const AdmissionPolicy& p, const AdmissionRequest& r);
 
 struct Decision {
     Verdict verdict = Verdict::Admit;

@@ -260,6 +260,8 @@ class AdmissionSession {
     bool apply_bridge_intent(const AdmissionPolicy& ap, const Submission& s, std::vector<std::string>& env,
                              SubmitAnswer& a);
     SubmitAnswer submit_impl(const Submission& s, int64_t now);
+    bool bind_tenant(const AdmissionPolicy& ap, const Submission& s, std::vector<std::string>& env,
+                     SubmitAnswer& a);
     bool size_job(const Model& m, const Submission& s, const std::vector<std::string>& env, SubmitAnswer& a,
                   int& nodes, int& gpus, int64_t& time_limit_s) const;
 

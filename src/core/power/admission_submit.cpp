@@ -33,6 +33,9 @@ void convert_to_deferrable(std::vector<std::string>& env)
     }
 }
 
+// "a,b", or "none".
+std::string none_or(const std::vector<std::string>& names) { return names.empty() ? "none" : join(names, ","); }
+
 bool has_m2g_env(const std::vector<std::string>& env)
 {
     for (const std::string& e : env)
@@ -106,6 +109,78 @@ bool AdmissionSession::apply_bridge_intent(const AdmissionPolicy& ap, const Subm
     return true;
 }
 
+// The tenant is the job's Slurm account: a job that names none gets its
+// account as `tenant=` (in spank_job_env, which the prolog's telemetry
+// labels and every step read, and in the batch script's SLURM_SPANK_M2G_TAGS);
+// one that names another is refused unless PrivilegedTags= lists `tenant`
+// and its account or a Unix group of its user is privileged. True when it
+// refuses (a.refusal set). Without a known account (no accounting) the
+// tags stay as given. An intent m2g cannot read is decide()'s to refuse.
+bool AdmissionSession::bind_tenant(const AdmissionPolicy& ap, const Submission& s, std::vector<std::string>& env,
+                                   SubmitAnswer& a)
+{
+    if (!s.account || (s.intent && !a.spank_env))
+        return false;  // the simulator: no accounts
+    JobIntent intent;
+    try {
+        intent = decode_intent(env);
+    } catch (const std::exception&) {
+        return false;
+    }
+    AdmissionRequest who;
+    who.account = s.account();
+    if (who.account.empty())
+        return false;
+    const std::string claimed = intent.tag(kw::kTagTenant);
+    if (claimed == who.account)
+        return false;
+    if (!claimed.empty()) {
+        const bool reserved = std::find(ap.privileged_tags.begin(), ap.privileged_tags.end(), kw::kTagTenant) !=
+                              ap.privileged_tags.end();
+        who.user = s.user_name ? s.user_name() : std::to_string(s.uid);
+        if (reserved && !ap.privileged_groups.empty() && s.groups)
+            who.groups = s.groups(who.user);
+        const std::string by = reserved ? privileged_for(ap, who) : "";
+        const std::string on = "uid " + std::to_string(s.uid) + " (" + who.user + ") account " + who.account + ": ";
+        if (!by.empty()) {
+            audit(on + "tag tenant=" + claimed + " (not its account) allowed for " + by);
+            return false;
+        }
+        a.refusal = SubmitAnswer::Refusal::Denied;
+        a.message = "m2g: --" + std::string(kw::kOptTag) + "=" + kw::kTagTenant + "=" + claimed +
+                    ": a job's tenant is its Slurm account (" + who.account +
+                    "); naming another is reserved for privileged accounts (" + none_or(ap.privileged_accounts) +
+                    ") and Unix groups (" + none_or(ap.privileged_groups) + ") with PrivilegedTags=" +
+                    kw::kTagTenant +
+                    " in m2g.conf. Submit without the tag, or with --account=" + claimed +
+                    " if you may charge that account.";
+        a.counted = AdmissionVerdict::Reject;
+        audit(on + "refused: tag tenant=" + claimed + " is not its account");
+        info("job from uid " + std::to_string(s.uid) + " refused: tenant=" + claimed + " is not its account " +
+             who.account);
+        return true;
+    }
+    intent.tags.emplace_back(kw::kTagTenant, who.account);
+    std::string tags;
+    for (const Tag& t : intent.tags)
+        tags += (tags.empty() ? "" : ",") + t.first + "=" + t.second;
+    const std::string key = std::string(kw::kEnvTags) + "=";
+    bool replaced = false;  // the job's M2G_TAGS, as spank_m2g or a client wrote it
+    for (std::string& e : env)
+        for (const std::string prefix : {"", "SPANK_", "SLURM_SPANK_"})
+            if (e.rfind(prefix + key, 0) == 0) {
+                e = prefix + key + tags;
+                replaced = true;
+                break;
+            }
+    if (!replaced)
+        env.push_back(key + tags);
+    a.spank_env = env;
+    if (s.batch)
+        a.batch_env_add.push_back("SLURM_SPANK_" + key + tags);
+    return false;
+}
+
 // The size a recipe gives the job (size_from_recipe), into `a.size` and
 // the figures admission weighs; true when it refuses the job (a.refusal
 // set). An intent m2g cannot read is decide()'s to refuse, not this.
@@ -169,6 +244,9 @@ SubmitAnswer AdmissionSession::submit_impl(const Submission& s, int64_t now)
     // Before Admission=off returns: the intent carries placement too.
     if (!apply_bridge_intent(ap, s, env, a))
         return a;
+    // Who the job is comes before what it may do: in every Admission mode.
+    if (bind_tenant(ap, s, env, a))
+        return a;
     // A recipe sizes the job that gave no size of its own, in every
     // Admission mode; admission then weighs the job as it will run.
     int nodes = std::max(1, s.nodes), gpus = s.gpus;
@@ -196,7 +274,7 @@ SubmitAnswer AdmissionSession::submit_impl(const Submission& s, int64_t now)
     r.user_begin = s.begin_time > now ? s.begin_time : 0;
     if (s.account)
         r.account = s.account();
-    const bool reserved = !reserved_uses(ap, r.intent).empty();
+    const bool reserved = !reserved_uses(ap, r.intent, r.account).empty();
     auto user = [&] {
         if (r.user.empty())
             r.user = s.user_name ? s.user_name() : std::to_string(s.uid);

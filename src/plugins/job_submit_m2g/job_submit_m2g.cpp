@@ -268,13 +268,24 @@ void set_env(char*** env, uint32_t* size, const std::vector<std::string>& entrie
     *size = static_cast<uint32_t>(entries.size());
 }
 
+// Set each KEY=VALUE of `entries` in `env`: replace the KEY= entry there
+// (sbatch already put the user's SLURM_SPANK_M2G_* in), else append.
 void add_env(char*** env, uint32_t* size, const std::vector<std::string>& entries)
 {
     const uint32_t n = *env ? *size : 0;
     *env = static_cast<char**>(xrealloc(*env, sizeof(char*) * (n + entries.size() + 1)));
     uint32_t i = n;
-    for (const std::string& e : entries)
-        (*env)[i++] = xstrdup(e.c_str());
+    for (const std::string& e : entries) {
+        const size_t eq = e.find('='), key = eq == std::string::npos ? e.size() : eq + 1;
+        uint32_t k = 0;
+        while (k < i && std::strncmp((*env)[k], e.c_str(), key) != 0)
+            ++k;
+        if (k < i)
+            xfree((*env)[k]);
+        else
+            ++i;
+        (*env)[k] = xstrdup(e.c_str());
+    }
     (*env)[i] = nullptr;
     *size = i;
 }

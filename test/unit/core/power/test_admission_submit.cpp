@@ -148,7 +148,8 @@ TEST_F(Submit, ConvertRewritesTheJobsOwnIntent)
     const SubmitAnswer a =
         session_.submit(job({"PATH=/bin", "M2G_CLASS=training", "SPANK_M2G_DEFER=no"}), kNow);
     ASSERT_TRUE(a.spank_env.has_value());
-    EXPECT_EQ(*a.spank_env, (std::vector<std::string>{"PATH=/bin", "M2G_CLASS=training", "SPANK_M2G_DEFER=ok"}));
+    EXPECT_EQ(*a.spank_env, (std::vector<std::string>{"PATH=/bin", "M2G_CLASS=training", "SPANK_M2G_DEFER=ok",
+                                                      "M2G_TAGS=tenant=physics"}));
     EXPECT_TRUE(a.decision.converted);
 }
 
@@ -186,14 +187,16 @@ TEST_F(Submit, SlurmBridgeJobsGetThePodsIntentUnlessTheyCarryTheirOwn)
     s.batch = true;
     const SubmitAnswer a = session_.submit(s, kNow);
     ASSERT_TRUE(a.spank_env.has_value());
-    EXPECT_EQ(*a.spank_env, (std::vector<std::string>{"PATH=/bin", "M2G_CLASS=inference"}));
-    EXPECT_EQ(a.batch_env_add, (std::vector<std::string>{"SLURM_SPANK_M2G_CLASS=inference"}));
+    EXPECT_EQ(*a.spank_env,
+              (std::vector<std::string>{"PATH=/bin", "M2G_CLASS=inference", "M2G_TAGS=tenant=physics"}));
+    EXPECT_EQ(a.batch_env_add, (std::vector<std::string>{"SLURM_SPANK_M2G_CLASS=inference",
+                                                          "SLURM_SPANK_M2G_TAGS=tenant=physics"}));
     // slurm-bridge parses its AdminComment back strictly: m2g adds nothing to it.
     EXPECT_EQ(a.admin_comment.value_or(""), s.admin_comment);
 
     // A job's own M2G_* variables win; the file is not consulted.
     Submission own = s;
-    own.spank_env = {"M2G_CLASS=training"};
+    own.spank_env = {"M2G_CLASS=training", "M2G_TAGS=tenant=physics"};
     const SubmitAnswer b = session_.submit(own, kNow);
     EXPECT_FALSE(b.spank_env.has_value());
     EXPECT_NE(logs_.back().find("carries its own M2G_* variables"), std::string::npos) << logs_.back();
@@ -227,4 +230,57 @@ TEST_F(Submit, OwnersMayNotPullAHeldJobForwardOperatorsMayAndAreAudited)
     mod.operator_ = false;
     mod.requested_begin = kNow + 2 * kHour;
     EXPECT_FALSE(session_.modify(mod).denied);
+}
+
+// The tenant is the job's Slurm account: given when the job names none,
+// refused when it names another, unless PrivilegedTags= lets it.
+TEST_F(Submit, TheTenantIsTheJobsAccount)
+{
+    Submission s = job({"M2G_CLASS=training", "M2G_TAGS=project=p1"});
+    s.batch = true;
+    SubmitAnswer a = session_.submit(s, kNow);
+    EXPECT_FALSE(a.refused());
+    ASSERT_TRUE(a.spank_env.has_value());
+    EXPECT_EQ(*a.spank_env, (std::vector<std::string>{"M2G_CLASS=training", "M2G_TAGS=project=p1,tenant=physics"}));
+    EXPECT_EQ(a.batch_env_add, (std::vector<std::string>{"SLURM_SPANK_M2G_TAGS=project=p1,tenant=physics"}));
+
+    // Its own account, named: nothing to change.
+    a = session_.submit(job({"M2G_TAGS=tenant=physics"}), kNow);
+    EXPECT_FALSE(a.refused());
+    EXPECT_FALSE(a.spank_env.has_value());
+
+    // Another tenant: refused, in every Admission mode, and audited.
+    for (const char* mode : {"", "Admission=monitor", "Admission=off"}) {
+        policy(mode);
+        audit_.clear();
+        a = session_.submit(job({"M2G_TAGS=tenant=globex"}), kNow);
+        EXPECT_EQ(a.refusal, SubmitAnswer::Refusal::Denied) << mode;
+        EXPECT_EQ(a.message,
+                  "m2g: --m2g-tag=tenant=globex: a job's tenant is its Slurm account (physics); naming another is "
+                  "reserved for privileged accounts (none) and Unix groups (none) with PrivilegedTags=tenant in "
+                  "m2g.conf. Submit without the tag, or with --account=globex if you may charge that account.");
+        ASSERT_EQ(audit_.size(), 1u) << mode;
+        EXPECT_EQ(audit_[0], "uid 1000 (ada) account physics: refused: tag tenant=globex is not its account");
+    }
+
+    // A privileged account or group may name another tenant (audited).
+    policy("PrivilegedTags=tenant\nPrivilegedGroups=users");
+    audit_.clear();
+    a = session_.submit(job({"M2G_TAGS=tenant=globex"}), kNow);
+    EXPECT_FALSE(a.refused()) << a.message;
+    ASSERT_FALSE(audit_.empty());
+    EXPECT_EQ(audit_[0], "uid 1000 (ada) account physics: tag tenant=globex (not its account) allowed for group "
+                         "users (PrivilegedGroups=)");
+    // ... and the bound tenant itself is never "reserved".
+    policy("PrivilegedTags=tenant\nPrivilegedAccounts=ops");
+    a = session_.submit(job({"M2G_CLASS=training"}), kNow);
+    EXPECT_FALSE(a.refused()) << a.message;
+
+    // No account known (no accounting): the tags stay as given.
+    policy("");
+    Submission none = job({"M2G_TAGS=tenant=globex"});
+    none.account = [] { return std::string(); };
+    a = session_.submit(none, kNow);
+    EXPECT_FALSE(a.refused());
+    EXPECT_FALSE(a.spank_env.has_value());
 }
