@@ -438,7 +438,8 @@ nid=$("$SUBMIT" -c '{"pods":["ml/new-0"]}' -J bridge-new "$T/job.sh" 2>/dev/null
 if [[ -n $pid && -n $nid ]] && wait_job_state "$pid" RUNNING 60 && wait_job_state "$nid" RUNNING 60; then
 	for _ in $(seq 1 30); do [[ -e $T/env.$pid && -e $T/env.$nid ]] && break; sleep 0.5; done
 	# (Both files must exist: with none, "no M2G_ variable" would hold vacuously.)
-	ok "[[ -e '$T/env.$pid' && -e '$T/env.$nid' ]] && ! grep -q '^SLURM_SPANK_M2G_\\|^M2G_CLASS' '$T/env.$pid' '$T/env.$nid'" \
+	# Their one m2g variable is the tenant job_submit/m2g binds to the account.
+	ok "[[ -e '$T/env.$pid' && -e '$T/env.$nid' ]] && ! grep -q '^M2G_CLASS' '$T/env.$pid' '$T/env.$nid' && ! cat '$T/env.$pid' '$T/env.$nid' | grep -v '^SLURM_SPANK_M2G_TAGS=tenant=[^,]*\$' | grep -q '^SLURM_SPANK_M2G_'" \
 		"a pod without annotations, and one the adapter has not published yet, run with m2g.conf's defaults"
 	ok "grep -q 'slurm-bridge pod ml/new-0 not in .*bridge-intents.json (generated at [0-9]*): m2g.conf.s defaults apply' $LOG" \
 		"slurmctld.log names the pod the intents file does not know yet"
