@@ -169,7 +169,8 @@ scancel "$q1"
 # reports a boot after the resume request (waiting_for_node_boot() in
 # node_mgr.c), and every fake node shares this machine's real boot time.
 # The boot it reports is up to 2 s before the moment the script reads
-# /proc/uptime (whole seconds, twice): the script waits 2 s first.
+# /proc/uptime (whole seconds, twice): the script waits 2 s first. The
+# slurmd carries the testbed's owner mark, so that m2g-testbed down stops it.
 PWR=$TB_DIR/log/power.log
 SBIN=$(tb_slurm_sbin)
 tb_write "$TB_DIR/etc/suspend.sh" <<EOT
@@ -184,7 +185,7 @@ for n in \$(scontrol show hostnames "\$1"); do
 	pkill -f "slurmd -N \$n -f $SLURM_CONF"
 	while pgrep -f "slurmd -N \$n -f $SLURM_CONF" >/dev/null; do sleep 0.1; done
 	up=\$(cut -d. -f1 /proc/uptime)
-	setsid unshare --fork --time --boottime=-\$up $SBIN/slurmd -N \$n -f $SLURM_CONF -d $SBIN/slurmstepd </dev/null >>$PWR 2>&1 &
+	M2G_TESTBED_OWNER=$TB_DIR setsid unshare --fork --time --boottime=-\$up $SBIN/slurmd -N \$n -f $SLURM_CONF -d $SBIN/slurmstepd </dev/null >>$PWR 2>&1 &
 done
 wait  # until each slurmd has daemonized: slurmctld ends the program's processes when it exits
 EOT
