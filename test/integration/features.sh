@@ -148,7 +148,7 @@ ok "one_domain $p2 && placed_by_m2g $p2" "-p half,all2 (overlapping partitions):
 
 # --- scontrol update of a pending job's size; hold, release, requeue --------------------
 sub u1 --hold -N2 --exclusive --gres=gpu:4 --wrap 'sleep 1'
-scontrol update JobId="$u1" NumNodes=5
+scontrol update JobId="$u1" NumNodes=5-5   # min-max: 22.05 reads "5" as the minimum alone
 scontrol release "$u1"
 done_ok "$u1"
 is "$(node_count "$u1")" 5 "scontrol update NumNodes=5 of a held job: it runs on 5 nodes"
