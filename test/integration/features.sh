@@ -64,6 +64,18 @@ is "$(job_nodelist "$s2")" "$(job_nodelist "$s1")" "shared: a second 1-GPU job f
 ok "[[ '$(job_nodelist "$s3")' != '$(job_nodelist "$s1")' ]]" "--exclusive: a 1-GPU job gets a node of its own"
 is "$(sacct_field "$s3" AllocCPUS)" 8 "--exclusive: the job holds every CPU of its node"
 wait_job_state "$s1" COMPLETED 30 || true
+# A node whose memory another job holds: cons_tres refuses it for a second
+# job of all a node's memory, and select/m2g (which weighs GPUs, not memory)
+# must then offer another node, not keep the job waiting for that one
+# (found by Slurm's own test_114_4 in contrib/m2g-slurm-atf).
+sub m1 -N1 --mem=0 --oversubscribe --wrap 'sleep 8'
+wait_job_state "$m1" RUNNING 30 || true
+sub m2 -N1 --mem=0 --oversubscribe --wrap 'sleep 1'
+check "shared, --mem=0: a second job of all a node's memory runs while the first holds its node" \
+	wait_job_state "$m2" "RUNNING|COMPLETED" 20
+ok "[[ '$(job_nodelist "$m2")' != '$(job_nodelist "$m1")' ]]" "--mem=0: on another node ($(job_nodelist "$m2"), not $(job_nodelist "$m1"))"
+ok "one_domain $m2" "--mem=0: one node, left to cons_tres among the others once m2g's choice was refused"
+scancel "$m1" 2>/dev/null || true
 
 # --- --gpus, --gpus-per-node, --gpus-per-task ----------------------------------
 sub g1 --gpus=8 --wrap 'sleep 1'

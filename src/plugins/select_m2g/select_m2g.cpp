@@ -96,6 +96,9 @@ extern "C" const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 namespace {
 
 constexpr const char* kLog = "m2g: select: ";
+// How often a run-now test asks the session again after cons_tres refused
+// the nodes it chose for a job of several nodes (job_test()).
+constexpr int kRefusedRetries = 8;
 constexpr const char* kStock = M2G_STOCK_PLUGINDIR "/select_cons_tres.so";
 
 // ---- the stock cons_tres -----------------------------------------------------
@@ -533,8 +536,6 @@ static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
             g.weights[mi] = si >= 0 && node_record_table_ptr[si] ? node_record_table_ptr[si]->sched_weight : 0;
         }
         g_session->set_node_weights(g.weights);
-        const m2g::Outcome o =
-            g_session->decide(facts, g.offered, bit_set_count(bitmap), free_on, sm, now, free_at);
         // The Outcome onto Slurm's bitmap: the session holds the order.
         int rc = SLURM_ERROR;
         m2g::OfferActions act;
@@ -557,8 +558,35 @@ static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
         };
         act.annotate = [&](const std::string& text) { annotate(job_ptr, text); };
         act.chosen = [&] { return node_names(bitmap); };
-        verdict = g_session->apply(o, act).verdict;
-        return rc;
+        // cons_tres may refuse the nodes m2g chose now for what m2g does not
+        // weigh (CPUs, memory, licences: a shared node whose memory another
+        // job holds). Those nodes are then ruled out and the session asked
+        // again, a few times, before the job waits: Slurm's own regression
+        // suite found jobs waiting for a busy node beside idle ones.
+        for (int attempt = 1;; ++attempt) {
+            const m2g::Outcome o =
+                g_session->decide(facts, g.offered, bit_set_count(bitmap), free_on, sm, now, free_at);
+            const m2g::Applied a = g_session->apply(o, act);
+            verdict = a.verdict;
+            if (a.accepted || sm != m2g::SelectMode::RunNow || o.offer != m2g::Outcome::Offer::Narrowed ||
+                attempt >= kRefusedRetries)
+                return rc;
+            for (int mi : o.nodes) {
+                g.offered[mi] = 0;
+                if (g.model_to_slurm[mi] >= 0)
+                    bit_clear(bitmap, g.model_to_slurm[mi]);
+            }
+            if (o.nodes.size() == 1) {
+                // One node is one domain wherever it is: cons_tres picks one it
+                // can use among the rest (a heterogeneous job's components of
+                // --mem=0 refuse every node an earlier component holds).
+                verdict = m2g::SelectVerdict::Stock;
+                act.test_offer();
+                return rc;
+            }
+            debug("%sJobId=%u: cons_tres refused the %zu node(s) chosen; asking again without them (%d of %d)", kLog,
+                  job_ptr->job_id, o.nodes.size(), attempt + 1, kRefusedRetries);
+        }
     } catch (const std::exception& e) {
         error("%sJobId=%u: %s; cons_tres decides alone", kLog, job_ptr->job_id, e.what());
     } catch (...) {
