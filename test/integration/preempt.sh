@@ -14,6 +14,8 @@
 #   2. A job of locality any keeps Slurm's own preemption (cons_tres with
 #      the plugin's candidates).
 #   3. A job that may not preempt (QOS low) still waits for its domain.
+#   4. PreemptMode=CANCEL (QOS lowc): of two 18-node jobs, the younger is
+#      cancelled and the older runs on.
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -88,6 +90,27 @@ sub lowjob --qos=low -N18 --gres=gpu:4 --m2g-topology=strict:nvlink --wrap 'slee
 sleep 8
 is "$(job_state "$lowjob")" PENDING "a low-QOS strict job may preempt nobody: it waits"
 ok "[[ \$(admin_comment $lowjob) == *'m2g:[waiting'* ]]" "and says what it waits for"
+
+# --- 4. PreemptMode=CANCEL (a QOS whose jobs are cancelled, not requeued) ---------
+scancel -u "$(id -un)" 2>/dev/null || true
+check "QOS lowc (cancelled when preempted), which high may preempt" \
+	eval 'sacctmgr -i add qos lowc PreemptMode=cancel >/dev/null &&
+		sacctmgr -i modify qos high set Preempt=low,lowc >/dev/null &&
+		sacctmgr -i modify user root set qos+=lowc >/dev/null'
+all_idle() { [[ $(sinfo -h -t idle -o %D | awk '{ s += $1 } END { print s + 0 }') == 36 ]]; }
+check "every node idle again" tb_wait_for "36 idle nodes" 60 all_idle
+sub old --qos=lowc -N18 --gres=gpu:4 --m2g-topology=strict:nvlink --wrap 'sleep 900'
+wait_job_state "$old" RUNNING 60 || true
+sleep 4
+sub young --qos=lowc -N18 --gres=gpu:4 --m2g-topology=strict:nvlink --wrap 'sleep 900'
+check "two 18-node lowc jobs fill both racks" wait_job_state "$young" RUNNING 60
+sub hi2 --qos=high -N18 --gres=gpu:4 --m2g-topology=strict:nvlink --wrap 'sleep 30'
+check "a strict 18-node high-QOS job starts by cancelling one" wait_job_state "$hi2" RUNNING 90
+is "$(rack_of "$hi2")" "$(rack_of "$young")" "it took the younger job's rack"
+ok "[[ \$(sacct -n -X -P -j $young -o State | head -n1) =~ ^(PREEMPTED|CANCELLED) ]]" \
+	"the younger job was cancelled (PreemptMode=CANCEL): $(sacct -n -X -P -j "$young" -o State | head -n1)"
+is "$(job_state "$old")" RUNNING "the older one runs on"
+ok "[[ \$(admin_comment $hi2) == *'preempted=$young '* ]]" "AdminComment names it"
 
 scancel -u "$(id -un)" 2>/dev/null || true
 done_testing

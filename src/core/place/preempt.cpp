@@ -67,43 +67,167 @@ class Planner {
     };
 
     // The cheapest `k` nodes of group `g` given the victims chosen so far
-    // (greedy: each step the node whose clearing adds the least work, then
-    // the fewest jobs, then the fewest GPUs left idle, then rank).
+    // (they, and jobs leaving, cost nothing). Exact for the usual case: the
+    // nodes that need evictions fall into clusters that share victims (a
+    // whole-node job is a cluster of its own); each cluster offers, per
+    // number of nodes it frees, its cheapest set of victims (every subset
+    // of its victims when it has few, else its victims cheapest first),
+    // and a knapsack over the clusters takes the cheapest combination that
+    // frees enough nodes (least work, then fewest jobs). Picking the
+    // cheapest node one at a time is not enough: it evicts several small
+    // jobs where one larger, younger job frees the same nodes for less.
     Take take(const std::vector<int>& g, int k) const
     {
         Take t;
         t.chosen = chosen_;
-        std::vector<uint8_t> taken(m_.nodes.size(), 0);
-        std::vector<int> extra;
-        for (int step = 0; step < k; ++step) {
-            int best = -1;
-            double best_cost = 0;
-            int best_jobs = 0, best_idle = 0;
-            std::vector<int> best_extra;
-            for (int node : g) {
-                if (taken[node] || !usable(node))
+        std::vector<int> ready, needy;  // usable nodes free enough now; those that need evictions
+        for (int node : g) {
+            if (!usable(node))
+                continue;
+            if (available(node, t.chosen))
+                ready.push_back(node);
+            else if (reachable(node))
+                needy.push_back(node);
+        }
+        const int need = k - static_cast<int>(ready.size());
+        if (need <= 0) {
+            t.nodes.assign(ready.begin(), ready.begin() + k);
+            t.ok = true;
+            return t;
+        }
+        // Clusters: needy nodes joined through the victims they share.
+        std::vector<int> parent(needy.size());
+        for (size_t i = 0; i < parent.size(); ++i)
+            parent[i] = static_cast<int>(i);
+        auto find = [&](int i) {
+            while (parent[i] != i)
+                i = parent[i] = parent[parent[i]];
+            return i;
+        };
+        std::vector<int> holder_of(cands_.size(), -1);  // a needy node index holding the victim
+        for (size_t i = 0; i < needy.size(); ++i)
+            for (const Held& h : on_node_[needy[i]]) {
+                if (t.chosen[h.cand] || cands_[h.cand].leaving)
                     continue;
-                int idle = 0;
-                const double c = marginal(node, t.chosen, extra, idle);
-                if (c < 0)
-                    continue;
-                const int jobs = static_cast<int>(extra.size());
-                if (best < 0 || c < best_cost || (c == best_cost && (jobs < best_jobs ||
-                                                                     (jobs == best_jobs && idle < best_idle)))) {
-                    best = node, best_cost = c, best_jobs = jobs, best_idle = idle;
-                    best_extra = extra;
+                if (holder_of[h.cand] < 0)
+                    holder_of[h.cand] = static_cast<int>(i);
+                else
+                    parent[find(static_cast<int>(i))] = find(holder_of[h.cand]);
+            }
+        struct Option {
+            int nodes;
+            double cost;
+            int jobs;
+            std::vector<int> victims;
+        };
+        std::vector<std::vector<Option>> options;  // per cluster: the cheapest per number of nodes freed
+        std::vector<std::vector<int>> cluster_nodes;
+        {
+            std::vector<int> cluster_of(needy.size(), -1);
+            for (size_t i = 0; i < needy.size(); ++i) {
+                const int root = find(static_cast<int>(i));
+                if (cluster_of[root] < 0) {
+                    cluster_of[root] = static_cast<int>(cluster_nodes.size());
+                    cluster_nodes.emplace_back();
+                }
+                cluster_nodes[cluster_of[root]].push_back(needy[i]);
+            }
+        }
+        for (const std::vector<int>& nodes : cluster_nodes) {
+            std::vector<int> vs;
+            for (int node : nodes)
+                for (const Held& h : on_node_[node])
+                    if (!t.chosen[h.cand] && !cands_[h.cand].leaving &&
+                        std::find(vs.begin(), vs.end(), h.cand) == vs.end())
+                        vs.push_back(h.cand);
+            std::vector<Option> best(nodes.size() + 1, Option{0, -1, 0, {}});
+            auto consider = [&](const std::vector<int>& pick) {
+                std::vector<uint8_t> with = t.chosen;
+                double c = 0;
+                for (int v : pick)
+                    with[v] = 1, c += cost(v);
+                int freed = 0;
+                for (int node : nodes)
+                    freed += available(node, with);
+                Option& o = best[freed];
+                const int jobs = static_cast<int>(pick.size());
+                if (freed > 0 && (o.cost < 0 || c < o.cost || (c == o.cost && jobs < o.jobs)))
+                    o = Option{freed, c, jobs, pick};
+            };
+            if (vs.size() <= kExactVictims) {
+                std::vector<int> pick;
+                for (uint32_t mask = 1; mask < (1u << vs.size()); ++mask) {
+                    pick.clear();
+                    for (size_t b = 0; b < vs.size(); ++b)
+                        if (mask & (1u << b))
+                            pick.push_back(vs[b]);
+                    consider(pick);
+                }
+            } else {
+                std::sort(vs.begin(), vs.end(), [&](int a, int b) { return cost(a) < cost(b); });
+                std::vector<int> pick;
+                for (int v : vs) {
+                    pick.push_back(v);
+                    consider(pick);
                 }
             }
-            if (best < 0)
-                return t;  // ok stays false
-            taken[best] = 1;
-            t.nodes.push_back(best);
-            t.cost += best_cost;
-            t.jobs += best_jobs;
-            for (int c : best_extra)
-                t.chosen[c] = 1;
+            std::vector<Option> opts;
+            for (Option& o : best)
+                if (o.cost >= 0)
+                    opts.push_back(std::move(o));
+            options.push_back(std::move(opts));
         }
-        t.ok = true;
+        // Knapsack over the clusters: the cheapest way to free `need` nodes.
+        struct Cell {
+            double cost = -1;  // < 0: unreachable
+            int jobs = 0;
+        };
+        const size_t nc = options.size();
+        std::vector<std::vector<Cell>> dp(nc + 1, std::vector<Cell>(need + 1));
+        std::vector<std::vector<int>> pick_of(nc + 1, std::vector<int>(need + 1, -1));  // option, -1 none
+        std::vector<std::vector<int>> from(nc + 1, std::vector<int>(need + 1, 0));
+        dp[0][0] = Cell{0, 0};
+        for (size_t c = 0; c < nc; ++c)
+            for (int w = 0; w <= need; ++w) {
+                const Cell& cur = dp[c][w];
+                if (cur.cost < 0)
+                    continue;
+                auto relax = [&](int w1, double cost1, int jobs1, int opt) {
+                    Cell& d = dp[c + 1][w1];
+                    if (d.cost < 0 || cost1 < d.cost || (cost1 == d.cost && jobs1 < d.jobs)) {
+                        d = Cell{cost1, jobs1};
+                        pick_of[c + 1][w1] = opt;
+                        from[c + 1][w1] = w;
+                    }
+                };
+                relax(w, cur.cost, cur.jobs, -1);
+                for (size_t o = 0; o < options[c].size(); ++o) {
+                    const Option& op = options[c][o];
+                    relax(std::min(need, w + op.nodes), cur.cost + op.cost, cur.jobs + op.jobs, static_cast<int>(o));
+                }
+            }
+        if (dp[nc][need].cost < 0)
+            return t;  // ok stays false
+        t.cost = dp[nc][need].cost;
+        t.jobs = dp[nc][need].jobs;
+        // The nodes: those free now, then those the chosen evictions free.
+        t.nodes = ready;
+        std::vector<int> freed;
+        for (size_t c = nc, w = need; c > 0; --c) {
+            const int o = pick_of[c][w];
+            if (o >= 0)
+                for (int v : options[c - 1][o].victims)
+                    t.chosen[v] = 1;
+            w = from[c][w];
+        }
+        for (int node : needy)
+            if (available(node, t.chosen))
+                freed.push_back(node);
+        std::sort(freed.begin(), freed.end(), [&](int a, int b) { return m_.nodes[a].rank < m_.nodes[b].rank; });
+        for (int node : freed)
+            if (static_cast<int>(t.nodes.size()) < k)
+                t.nodes.push_back(node);
+        t.ok = static_cast<int>(t.nodes.size()) == k;
         return t;
     }
 
@@ -153,32 +277,19 @@ class Planner {
             freed += h.gpus;
         return freed >= need(node);
     }
-    // The work lost to give `node` the GPUs the job needs, beyond the
-    // victims in `chosen` (leaving jobs cost nothing); the new victims into
-    // `extra` and the GPUs the job would leave idle there into `idle`.
-    // < 0: unreachable.
-    double marginal(int node, const std::vector<uint8_t>& chosen, std::vector<int>& extra, int& idle) const
+    // Whether `node` has the GPUs the job needs once the victims in
+    // `chosen` and the jobs leaving are gone.
+    bool available(int node, const std::vector<uint8_t>& chosen) const
     {
-        extra.clear();
         int freed = free_at(node);
         for (const Held& h : on_node_[node])
             if (chosen[h.cand] || cands_[h.cand].leaving)
                 freed += h.gpus;
-        double c = 0;
-        for (const Held& h : on_node_[node]) {
-            if (freed >= need(node))
-                break;
-            if (chosen[h.cand] || cands_[h.cand].leaving)
-                continue;
-            freed += h.gpus;
-            c += cost(h.cand);
-            extra.push_back(h.cand);
-        }
-        if (freed < need(node))
-            return -1;
-        idle = freed - need(node);
-        return c;
+        return freed >= need(node);
     }
+
+    // Clusters of at most this many victims are searched exhaustively.
+    static constexpr size_t kExactVictims = 10;
 
     const Model& m_;
     const PreemptRequest& req_;

@@ -143,6 +143,32 @@ TEST_F(Preempt, PartialNodeJobsFreeOnlyTheGpusNeeded)
     EXPECT_NEAR(p.gpu_hours, 0.4, 1e-9);
 }
 
+// Taking the cheapest node one at a time would evict the small job first
+// and then the large one anyway; one younger large job frees the nodes for
+// less (found by contrib/m2g-preempt-study on the testbed: a 9-node
+// preemptor evicted a 1-node job whose node it did not use).
+TEST_F(Preempt, OneLargerVictimBeatsCheapNodesThatLeadToIt)
+{
+    run(1, {0, 1, 2}, 4, 0.75);  // 9 GPU-h for 3 nodes
+    run(2, {3}, 4, 0.5);         // 2 GPU-h for 1 node
+    for (int n = 4; n < 13; ++n)
+        run(10 + n, {n}, 4, 9);
+    const PreemptPlan p = plan(3);
+    ASSERT_TRUE(p.ok);
+    EXPECT_EQ(p.victims, (std::vector<uint32_t>{1}));
+    EXPECT_DOUBLE_EQ(p.gpu_hours, 9.0);
+    EXPECT_EQ(p.nodes, (std::vector<int>{0, 1, 2}));
+    // Two nodes: job 1 alone (9 GPU-h), not job 2 and then job 1 (11).
+    const PreemptPlan q = plan(2);
+    ASSERT_TRUE(q.ok);
+    EXPECT_EQ(q.victims, (std::vector<uint32_t>{1}));
+    // One node: the 1-node job.
+    const PreemptPlan r = plan(1);
+    ASSERT_TRUE(r.ok);
+    EXPECT_EQ(r.victims, (std::vector<uint32_t>{2}));
+    EXPECT_EQ(r.nodes, (std::vector<int>{3}));
+}
+
 TEST_F(Preempt, AVictimOnSeveralNodesIsCountedOnce)
 {
     run(1, {4, 5, 6, 7}, 4, 1);  // d2: one 4-node job, 16 GPU-h
