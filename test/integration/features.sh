@@ -12,12 +12,7 @@ tb_up --racks 2
 cd "$T"
 
 # sub ID_VAR ARGS...: sbatch, output discarded; the job id into ID_VAR.
-sub() {
-	local -n _id=$1
-	shift
-	_id=$(sbatch --parsable -o /dev/null "$@") || return 1
-	_id=${_id%%;*}
-}
+sub() { tb_submit "$@"; }
 # racks_of HOSTLIST: the racks (rNN) it spans, one line each.
 racks_of() { scontrol show hostnames "$1" | cut -c1-3 | sort -u; }
 # one_domain JOBID: its nodes lie in one rack (one NVLink domain); prints them.

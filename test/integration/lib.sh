@@ -573,6 +573,14 @@ tb_await_feed() {
 	sleep 1.2
 }
 
+# tb_submit VAR SBATCH-ARGS...: sbatch, its output discarded; the job id
+# (a heterogeneous job's leader) into VAR.
+tb_submit() {
+	local _tb_sub_id
+	_tb_sub_id=$(sbatch --parsable -o /dev/null "${@:2}") || return 1
+	printf -v "$1" %s "${_tb_sub_id%%;*}"
+}
+
 job_nodelist() {
 	local nl
 	nl=$(_scontrol_job_field "$1" NodeList) ||

@@ -103,6 +103,8 @@ constexpr std::string_view kNeed = kw::kAnnotationNeed;
 constexpr std::string_view kOver = kw::kAnnotationOver;
 constexpr std::string_view kPreferSince = kw::kAnnotationPreferSince;
 constexpr std::string_view kRoomSince = kw::kAnnotationRoomSince;
+constexpr std::string_view kPreempted = "preempted";
+constexpr std::string_view kEvicted = "evicted_gpu_h";
 constexpr std::string_view kReleased = "released at ";
 constexpr std::string_view kMonitor = "monitor would ";
 constexpr std::string_view kClass = "class";
@@ -380,8 +382,9 @@ int whole_watts(double w) { return std::isfinite(w) && w > 0 ? static_cast<int>(
 bool PlacementAnnotation::operator==(const PlacementAnnotation& o) const
 {
     return std::tie(state, domains, leaves, policy, score, reason, signals, wait, need, over, prefer_since,
-                    room_since) == std::tie(o.state, o.domains, o.leaves, o.policy, o.score, o.reason, o.signals,
-                                            o.wait, o.need, o.over, o.prefer_since, o.room_since);
+                    room_since, preempted, evicted_gpu_h) ==
+           std::tie(o.state, o.domains, o.leaves, o.policy, o.score, o.reason, o.signals, o.wait, o.need, o.over,
+                    o.prefer_since, o.room_since, o.preempted, o.evicted_gpu_h);
 }
 
 std::string format_score(double score)
@@ -404,8 +407,16 @@ std::string format(const PlacementAnnotation& p)
         return "";
     case PlacementState::Placed:
         out = field(kDomains, join_list(p.domains)) + " " + field(kLeaves, join_list(p.leaves)) + " " +
-              field(kPolicy, p.policy) + (p.score ? " " + field(kScore, format_score(*p.score)) : "") + " " +
-              field(kReason, p.reason) + notes;
+              field(kPolicy, p.policy) + (p.score ? " " + field(kScore, format_score(*p.score)) : "");
+        if (!p.preempted.empty()) {
+            std::vector<std::string> ids;
+            for (uint32_t id : p.preempted)
+                ids.push_back(std::to_string(id));
+            out += " " + field(kPreempted, join_list(ids));
+        }
+        if (p.evicted_gpu_h)
+            out += " " + field(kEvicted, format_score(*p.evicted_gpu_h));
+        out += " " + field(kReason, p.reason) + notes;
         break;
     case PlacementState::Waiting:
         out = std::string(kWaiting) + " " + field(kPolicy, p.policy);
@@ -438,7 +449,8 @@ PlacementAnnotation parse_placement(std::string_view text)
     static const std::vector<Key> keys{{kDomains, false, {}}, {kLeaves, false, {}},        {kPolicy, false, {}},
                                        {kScore, false, {}},   {kReason, true, {kSignals}}, {kSignals, true, {}},
                                        {kWait, false, {}},    {kNeed, false, {}},          {kOver, false, {}},
-                                       {kPreferSince, false, {}}, {kRoomSince, false, {}}};
+                                       {kPreferSince, false, {}}, {kRoomSince, false, {}},
+                                       {kPreempted, false, {}}, {kEvicted, false, {}}};
     const bool waiting = ws[0].text == kWaiting;
     const Fields f = fields(text, ws, waiting ? 1 : 0, keys);
     p.policy = value(f, kPolicy);
@@ -467,6 +479,12 @@ PlacementAnnotation parse_placement(std::string_view text)
         p.room_since = positive_integer(value(f, kRoomSince));
     } else if (f.count(kDomains) || f.count(kLeaves)) {
         p.state = PlacementState::Placed;
+        for (const std::string& id : split_list(value(f, kPreempted))) {
+            const int64_t n = positive_integer(id);
+            if (n > 0 && n <= int64_t(UINT32_MAX))
+                p.preempted.push_back(static_cast<uint32_t>(n));
+        }
+        p.evicted_gpu_h = number(value(f, kEvicted));
     }
     return p;
 }

@@ -18,7 +18,8 @@
 // thread read them through it):
 //
 //   placement, by state:
-//     Placed   domains=<d,...|-> leaves=<l,...|-> policy=<p> score=<s> reason=<why>[ signals=<notes>]
+//     Placed   domains=<d,...|-> leaves=<l,...|-> policy=<p> score=<s>[ preempted=<jobid,...>]
+//              [ evicted_gpu_h=<h>] reason=<why>[ signals=<notes>]
 //     Waiting  waiting policy=<p> wait=<cause>[ need=<n>][ over=<name,...>] reason=<what it waits for>
 //              [ signals=<notes>]
 //     Stock    policy=<p> <notes>          (locality any: cons_tres placed it, the gate left notes)
@@ -83,6 +84,11 @@ struct PlacementAnnotation {
     std::vector<std::string> over;     // over=: RackPower: the racks over budget; RowPower: the rows
     int64_t prefer_since = 0;          // prefer_since= (epoch s): the prefer wait's start; 0 none runs
     int64_t room_since = 0;            // room_since= (epoch s): PowerRoom: its wait for room began; 0 none
+    // Placed only: the jobs evicted to make room (preempted=, ascending job
+    // ids) and the work they lost (evicted_gpu_h=, GPU-hours; set whenever
+    // the placement came from a preemption plan, also with no victims).
+    std::vector<uint32_t> preempted;
+    std::optional<double> evicted_gpu_h;
 
     // m2g placed it (Placed) or let cons_tres place it with notes (Stock).
     bool placed() const { return state == PlacementState::Placed || state == PlacementState::Stock; }

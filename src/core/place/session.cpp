@@ -301,10 +301,11 @@ const std::vector<double>& PlacementSession::started_kw(const Signals* snap)
 }
 
 Outcome PlacementSession::decide(const JobFacts& job, const std::vector<uint8_t>& offered, int offered_total,
-                                 const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at)
+                                 const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at,
+                                 const std::vector<PreemptCandidate>* preemptable)
 {
     try {
-        return decide_impl(job, offered, offered_total, free_gpus, mode, now, free_at);
+        return decide_impl(job, offered, offered_total, free_gpus, mode, now, free_at, preemptable);
     } catch (const std::exception& e) {
         error("JobId=" + std::to_string(job.job_id) + ": " + e.what() + "; cons_tres decides alone");
     } catch (...) {
@@ -314,7 +315,8 @@ Outcome PlacementSession::decide(const JobFacts& job, const std::vector<uint8_t>
 }
 
 Outcome PlacementSession::decide_impl(const JobFacts& asked, const std::vector<uint8_t>& offered, int offered_total,
-                                      const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at)
+                                      const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at,
+                                      const std::vector<PreemptCandidate>* preemptable)
 {
     Outcome o;  // Stock: cons_tres decides alone
     const JobFacts job = shape_job(asked, node_gpus_);
@@ -492,6 +494,10 @@ Outcome PlacementSession::decide_impl(const JobFacts& asked, const std::vector<u
             }
         }
     }
+    // Nothing free meets the intent, and Slurm lets this job preempt.
+    PreemptPlan evict;
+    if (!p.ok && preemptable && !preemptable->empty())
+        evict = place_by_preemption(job, intent, req, state, free_gpus, *preemptable, p);
     if (!p.ok && planning) {
         // When and where could it run: on the nodes that free first when
         // the adapter knows (Slurm's backfill then reserves those), else
@@ -529,13 +535,102 @@ Outcome PlacementSession::decide_impl(const JobFacts& asked, const std::vector<u
     o.verdict = SelectVerdict::Placed;
     o.nodes = p.nodes;
     // Prefer, wait over: cons_tres on everything allowed when it refuses the placement.
-    o.fallback_to_allowed = intent.locality != Locality::Strict && req.fallback;
+    o.fallback_to_allowed = intent.locality != Locality::Strict && req.fallback && !evict.ok;
+    o.reason = p.reason;
+    if (evict.ok) {
+        o.preempting = true;
+        o.preempt = evict.victims;
+        o.preempt_gpu_hours = evict.gpu_hours;
+        o.evicted = evict.victims;
+        o.evicted_gpu_h = evict.gpu_hours;
+        o.preempt_reason = evict.reason;
+    }
+    name_evicted(o, job.job_id, evict.ok, now);
     o.annotate_placed = run_now;
     o.score = p.score;
-    o.reason = p.reason;
     o.signals = gate.reason;
     o.placement = std::move(p);
     return o;
+}
+
+// Clear the domain (or the fewest domains) whose eviction loses the least
+// work, as the intent accepts it: the engine checks the plan (segments,
+// health, spare nodes) and its placement replaces `p`. The plan, or none.
+PreemptPlan PlacementSession::place_by_preemption(const JobFacts& job, const JobIntent& intent,
+                                                  const PlacementRequest& req, const ClusterState& state,
+                                                  const FreeGpus& free_gpus,
+                                                  const std::vector<PreemptCandidate>& preemptable, Placement& p)
+{
+    std::vector<int> free_now(allowed_.size(), 0);
+    for (size_t mi = 0; mi < allowed_.size(); ++mi)
+        if (allowed_[mi])
+            free_now[mi] = free_gpus(static_cast<int>(mi));
+    PreemptRequest pq;
+    pq.nodes = job.nodes;
+    pq.segment = intent.segment;
+    pq.gpus_per_node = job.gpus_per_node;
+    pq.one_group = intent.level == LocalityLevel::NVLink;
+    PreemptPlan evict = plan_preemption(*model_, pq, allowed_, free_now, preemptable);
+    if (!evict.ok)
+        return evict;
+    std::vector<uint8_t> only(allowed_.size(), 0);
+    for (int mi : evict.nodes)
+        only[mi] = 1;
+    PlacementRequest pr = req;
+    pr.node_free_gpus = nullptr;
+    Placement q = engine_->place(pr, only, state);
+    if (!q.ok || !(q.meets_intent || req.fallback))
+        return PreemptPlan{};
+    p = std::move(q);
+    p.reason = evict.reason + ", then " + p.reason;
+    return evict;
+}
+
+// Room earlier plans of this job made on the nodes of Narrowed `o`: their
+// victims stay named (and, when no plan made `o`, their reason leads).
+void PlacementSession::name_evicted(Outcome& o, uint32_t job_id, bool planned_now, int64_t now)
+{
+    auto it = evicted_.find(job_id);
+    if (it == evicted_.end())
+        return;
+    auto& plans = it->second;
+    plans.erase(std::remove_if(plans.begin(), plans.end(),
+                               [&](const Evicted& e) { return now - e.at > kEvictedMemorySec; }),
+                plans.end());
+    const std::string* earlier = nullptr;
+    for (const Evicted& e : plans) {
+        const bool here = std::any_of(e.nodes.begin(), e.nodes.end(), [&](int mi) {
+            return std::find(o.nodes.begin(), o.nodes.end(), mi) != o.nodes.end();
+        });
+        if (!here)
+            continue;
+        bool adds = false;
+        for (uint32_t id : e.jobs)
+            if (std::find(o.evicted.begin(), o.evicted.end(), id) == o.evicted.end())
+                o.evicted.push_back(id), adds = true;
+        if (adds) {
+            o.evicted_gpu_h = o.evicted_gpu_h.value_or(0) + e.gpu_hours;
+            earlier = &e.reason;
+        }
+    }
+    std::sort(o.evicted.begin(), o.evicted.end());
+    if (earlier && !planned_now)
+        o.reason = *earlier + ", then " + o.reason;
+    if (plans.empty())
+        evicted_.erase(it);
+}
+
+void PlacementSession::preemption_started(uint32_t job_id, const Outcome& o, int64_t now)
+{
+    if (!o.preempting || o.preempt.empty())
+        return;  // nothing evicted now (its victims were already leaving)
+    auto& plans = evicted_[job_id];
+    for (Evicted& e : plans)
+        if (e.jobs == o.preempt && e.nodes == o.nodes) {
+            e.at = now;  // the same plan, accepted again
+            return;
+        }
+    plans.push_back(Evicted{o.preempt, o.preempt_gpu_hours, o.preempt_reason, o.nodes, now});
 }
 
 void PlacementSession::set_node_weights(const std::vector<uint64_t>& weights)
@@ -562,6 +657,8 @@ std::string PlacementSession::placed_annotation(const Outcome& o, const std::vec
     a.score = o.score;
     a.reason = o.reason;
     a.signals = o.signals;
+    a.preempted = o.evicted;
+    a.evicted_gpu_h = o.evicted_gpu_h;
     return format(a);
 }
 
@@ -610,6 +707,7 @@ void PlacementSession::job_started(const JobFacts& asked, const std::vector<int>
                 throw Error("model node " + std::to_string(mi) + " out of range (a bug in the select adapter)");
         prefer_.erase(job.job_id);
         room_.erase(job.job_id);
+        evicted_.erase(job.job_id);
         const JobIntent intent = intent_of(job);
         intents_.erase(job.job_id);  // a requeued job is decoded again
         // During an event, as the planner counts a start the meter has not

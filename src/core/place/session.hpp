@@ -55,6 +55,7 @@
 #include "core/base/log.hpp"
 #include "core/model/model.hpp"
 #include "core/place/engine.hpp"
+#include "core/place/preempt.hpp"
 #include "core/power/signals.hpp"
 #include "core/obs/stats.hpp"
 
@@ -156,6 +157,18 @@ struct Outcome {
     bool fallback_to_allowed = false;  // Narrowed refused by cons_tres: ask it again on the cleared offer
     std::string annotation_now;        // write before calling cons_tres ("": none)
     std::string annotation_accepted;   // Stock: write when cons_tres accepts ("": none)
+    // Narrowed by preemption (decide()'s `preemptable`): the jobs to evict,
+    // ascending id, and the work they lose; the adapter offers cons_tres
+    // only these candidates. Empty: the job starts without preempting.
+    bool preempting = false;  // placed by a preemption plan (preempt may be empty: its victims are leaving)
+    std::vector<uint32_t> preempt;
+    double preempt_gpu_hours = 0;
+    // What the AdminComment names: this plan's victims, and those an
+    // earlier accepted plan evicted for the job (preemption_started()),
+    // with the work they lost; nullopt: no preemption made this room.
+    std::vector<uint32_t> evicted;
+    std::optional<double> evicted_gpu_h;
+    std::string preempt_reason;  // the plan's own reason (reason = it, then the engine's)
     bool annotate_placed = false;      // Narrowed accepted: write placed_annotation()
 
     // The verdict to count, once cons_tres answered (`accepted`; ignored
@@ -223,6 +236,8 @@ class PlacementSession {
     void adopt(const Model& model, SignalsSource signals, ClusterState health = {});
 
     bool active() const { return model_ != nullptr; }
+    // The model in force (nullptr without one); valid until the next load().
+    const Model* model() const { return model_.get(); }
     // Model nodes (0 without a model), and a node's model index or -1.
     size_t model_nodes() const;
     int find_node(std::string_view name) const;
@@ -235,8 +250,14 @@ class PlacementSession {
     // planned on the placement its intent accepts whose nodes free first;
     // without it, on the best fit among all offered nodes as if all were
     // free (the simulator offers the nodes free at the time it asks about).
+    // With `preemptable` (the jobs Slurm's preempt plugin lets this one
+    // preempt, REQUEUE or CANCEL, plus jobs already leaving), a job that
+    // cannot start now on free GPUs is placed where preempting evicts the
+    // least work (plan_preemption()), within its intent; Outcome::preempt
+    // names the victims.
     Outcome decide(const JobFacts& job, const std::vector<uint8_t>& offered, int offered_total,
-                   const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at = nullptr);
+                   const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at = nullptr,
+                   const std::vector<PreemptCandidate>* preemptable = nullptr);
 
     // The AdminComment placement text once cons_tres chose
     // `chosen_nodes` (Slurm node names) from a Narrowed offer.
@@ -260,6 +281,12 @@ class PlacementSession {
     // pacer while an event is active, count the placement and drop its
     // prefer clock. Never throws.
     void job_started(const JobFacts& job, const std::vector<int>& model_nodes, int64_t now);
+
+    // cons_tres accepted run-now Outcome `o` that preempts (o.preempting):
+    // Slurm evicts its victims, and the job starts once they are gone, on
+    // a later test; that placement names them when it uses the plan's
+    // nodes. Forgotten when the job starts, or after kEvictedMemorySec.
+    void preemption_started(uint32_t job_id, const Outcome& o, int64_t now);
 
     // Job `job_id`'s prefer clock: when it could first have started (epoch
     // s), 0 when none runs.
@@ -303,9 +330,25 @@ class PlacementSession {
         int64_t seen;
     };
     static constexpr int64_t kPreferClockIdleSec = 86400;
+    // A preemption plan cons_tres accepted (preemption_started()). Slurm
+    // may still drop it (slurmctld tests a job several times in one pass),
+    // so a later placement names only the plans whose nodes it uses.
+    struct Evicted {
+        std::vector<uint32_t> jobs;
+        double gpu_hours;
+        std::string reason;
+        std::vector<int> nodes;
+        int64_t at;
+    };
+    static constexpr int64_t kEvictedMemorySec = 600;
 
     Outcome decide_impl(const JobFacts& job, const std::vector<uint8_t>& offered, int offered_total,
-                        const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at);
+                        const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at,
+                        const std::vector<PreemptCandidate>* preemptable);
+    PreemptPlan place_by_preemption(const JobFacts& job, const JobIntent& intent, const PlacementRequest& req,
+                                    const ClusterState& state, const FreeGpus& free_gpus,
+                                    const std::vector<PreemptCandidate>& preemptable, Placement& p);
+    void name_evicted(Outcome& o, uint32_t job_id, bool planned_now, int64_t now);
     Placement earliest_placement(const PlacementRequest& req, int gpus_per_node, const ClusterState& state,
                                  const FreeAt& free_at, int64_t now);
     int64_t likely_start(const PlacementRequest& req, int64_t enough);
@@ -340,6 +383,7 @@ class PlacementSession {
     Pacer pacer_;  // GPU starts during curtailment
     std::unordered_map<uint32_t, PreferClock> prefer_;  // by job id
     std::unordered_map<uint32_t, RoomWait> room_;       // by job id
+    std::unordered_map<uint32_t, std::vector<Evicted>> evicted_;  // by preemptor job id
     int64_t prefer_swept_ = 0;
     Counters stats_;
     StatsWriter stats_writer_;

@@ -88,9 +88,11 @@ extern "C" const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 #define M2G_JOB_TEST_TAIL_PARAMS \
     list_t *preemptee_candidates, list_t **preemptee_job_list, resv_exc_t *resv_exc_ptr, will_run_data_t *will_run_ptr
 #define M2G_JOB_TEST_TAIL_ARGS preemptee_candidates, preemptee_job_list, resv_exc_ptr, will_run_ptr
+#define M2G_JOB_TEST_TAIL_REST resv_exc_ptr, will_run_ptr
 #else
 #define M2G_JOB_TEST_TAIL_PARAMS List preemptee_candidates, List *preemptee_job_list, bitstr_t *exc_core_bitmap
 #define M2G_JOB_TEST_TAIL_ARGS preemptee_candidates, preemptee_job_list, exc_core_bitmap
+#define M2G_JOB_TEST_TAIL_REST exc_core_bitmap
 #endif
 
 namespace {
@@ -341,6 +343,41 @@ m2g::SelectMode select_mode(uint16_t mode)
     return m2g::SelectMode::RunNow;  // cons_tres accepts no other mode
 }
 
+// f(model node, GPUs) for each node of `j`'s allocation the model knows:
+// the GPUs Slurm allocated it there (gres_list_alloc's per-node counts);
+// -1 when unknown (several GPU types, no per-node counts, --exclusive: the
+// node is the job's whatever GPUs it holds); 0 for a job without GPUs.
+template <typename F>
+void for_each_job_node_gpus(job_record_t* j, F&& f)
+{
+    const uint64_t* per_node = nullptr;
+    uint32_t per_node_cnt = 0;
+    bool gpus_known = true;
+    for_each_gpu_gres(j->gres_list_alloc, [&](void* data) {
+        auto* js = static_cast<gres_job_state_t*>(data);
+        if (per_node || !js->gres_cnt_node_alloc)
+            gpus_known = false;  // several GPU types, or no per-node counts
+        per_node = js->gres_cnt_node_alloc;
+        per_node_cnt = js->node_cnt;
+    });
+    if (j->details && (j->details->whole_node & WHOLE_NODE_REQUIRED))
+        gpus_known = false, per_node = nullptr;
+    const int last = bit_fls(j->node_bitmap);
+    uint32_t k = 0;  // the node's index within the job
+    for (int i = bit_ffs(j->node_bitmap); i >= 0 && i <= last && i < node_record_count; ++i) {
+        if (!bit_test(j->node_bitmap, i))
+            continue;
+        int gpus = 0;  // a job without GPUs gives none back
+        if (per_node)
+            gpus = gpus_known && k < per_node_cnt ? static_cast<int>(per_node[k]) : -1;
+        else if (!gpus_known)
+            gpus = -1;
+        if (g.slurm_to_model[i] >= 0)
+            f(g.slurm_to_model[i], gpus);
+        ++k;
+    }
+}
+
 // The jobs running (or suspended) on each model node now, as their ends
 // give GPUs back: end time (a suspended job's, or one without a time
 // limit, never) and the GPUs Slurm allocated it there (gres_list_alloc's
@@ -369,37 +406,88 @@ const m2g::NodeReleases& node_free_at(int64_t now)
         const int64_t end = IS_JOB_SUSPENDED(j) || j->time_limit == INFINITE || j->end_time <= 0
                                 ? m2g::NodeReleases::kNever
                                 : static_cast<int64_t>(j->end_time);
-        // GPUs per node of the allocation, by the job's node index.
-        const uint64_t* per_node = nullptr;
-        uint32_t per_node_cnt = 0;
-        bool gpus_known = true;
-        for_each_gpu_gres(j->gres_list_alloc, [&](void* data) {
-            auto* js = static_cast<gres_job_state_t*>(data);
-            if (per_node || !js->gres_cnt_node_alloc)
-                gpus_known = false;  // several GPU types, or no per-node counts
-            per_node = js->gres_cnt_node_alloc;
-            per_node_cnt = js->node_cnt;
-        });
-        // --exclusive: the node is the job's whatever GPUs it holds.
-        if (j->details && (j->details->whole_node & WHOLE_NODE_REQUIRED))
-            gpus_known = false, per_node = nullptr;
-        const int last = bit_fls(j->node_bitmap);
-        uint32_t k = 0;  // the node's index within the job
-        for (int i = bit_ffs(j->node_bitmap); i >= 0 && i <= last && i < node_record_count; ++i) {
-            if (!bit_test(j->node_bitmap, i))
-                continue;
-            int gpus = 0;  // a job without GPUs gives none back
-            if (per_node)
-                gpus = gpus_known && k < per_node_cnt ? static_cast<int>(per_node[k]) : -1;
-            else if (!gpus_known)
-                gpus = -1;
-            if (g.slurm_to_model[i] >= 0)
-                g.free_at.add(g.slurm_to_model[i], end, gpus);
-            ++k;
-        }
+        for_each_job_node_gpus(j, [&](int mi, int gpus) { g.free_at.add(mi, end, gpus); });
     }
     list_iterator_destroy(it);
     return g.free_at;
+}
+
+// The jobs `cands` (Slurm's preemptee candidates for one job) as the
+// session weighs them: each one's GPUs per node and the work an eviction
+// loses (its GPUs x the hours since it started), plus the jobs completing
+// now, whose GPUs are on their way back (an eviction in progress: the
+// preemptor keeps choosing the nodes they leave). False, and nothing to
+// plan, when a candidate would be suspended (PreemptMode=SUSPEND, GANG):
+// Slurm keeps a suspended job's GPUs allocated, so m2g leaves that
+// preemption to cons_tres, as stock.
+bool preemptable(m2g_list_t cands, int64_t now, std::vector<m2g::PreemptCandidate>& out)
+{
+    out.clear();
+    if (!cands || list_count(cands) == 0)
+        return false;
+    using mode_fn = uint16_t (*)(job_record_t*);
+    static const auto preempt_mode = reinterpret_cast<mode_fn>(dlsym(RTLD_DEFAULT, "slurm_job_preempt_mode"));
+    if (!preempt_mode)
+        return false;
+    const m2g::Model* m = g_session->model();
+    auto add = [&](job_record_t* j, bool leaving) {
+        m2g::PreemptCandidate c;
+        c.job_id = j->job_id;
+        c.leaving = leaving;
+        int gpus = 0;
+        for_each_job_node_gpus(j, [&](int mi, int n) {
+            c.held.emplace_back(mi, n);
+            gpus += n >= 0 ? n : (m ? m->nodes[mi].gpus : 0);
+        });
+        const int64_t ran = j->start_time > 0 && now > j->start_time ? now - j->start_time : 0;
+        c.gpu_hours = gpus * (ran / 3600.0);
+        if (!c.held.empty())
+            out.push_back(std::move(c));
+    };
+    bool ok = true;
+    m2g_list_itr_t it = list_iterator_create(cands);
+    job_record_t* j;
+    while ((j = static_cast<job_record_t*>(list_next(it)))) {
+        const uint16_t mode = preempt_mode(j);
+        if (mode != PREEMPT_MODE_REQUEUE && mode != PREEMPT_MODE_CANCEL) {
+            ok = false;
+            break;
+        }
+        if (j->node_bitmap)
+            add(j, false);
+    }
+    list_iterator_destroy(it);
+    if (!ok) {
+        out.clear();
+        return false;
+    }
+    auto* jobs = reinterpret_cast<m2g_list_t*>(dlsym(RTLD_DEFAULT, "job_list"));
+    if (jobs && *jobs) {
+        it = list_iterator_create(*jobs);
+        while ((j = static_cast<job_record_t*>(list_next(it))))
+            if (IS_JOB_COMPLETING(j) && j->node_bitmap && j->gres_list_alloc)
+                add(j, true);
+        list_iterator_destroy(it);
+    }
+    return !out.empty();
+}
+
+// `cands` without the jobs not in `keep` (ascending ids): a new list of
+// the same job records, or nullptr when none is kept.
+m2g_list_t keep_candidates(m2g_list_t cands, const std::vector<uint32_t>& keep)
+{
+    if (!cands || keep.empty())
+        return nullptr;
+    m2g_list_t kept = list_create(nullptr);
+    m2g_list_itr_t it = list_iterator_create(cands);
+    job_record_t* j;
+    while ((j = static_cast<job_record_t*>(list_next(it))))
+        if (std::binary_search(keep.begin(), keep.end(), j->job_id))
+            list_append(kept, j);
+    list_iterator_destroy(it);
+    if (list_count(kept) == 0)
+        FREE_NULL_LIST(kept);
+    return kept;
 }
 
 // Put `text` into the placement part of AdminComment's "m2g:[...]"
@@ -504,6 +592,18 @@ static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
     auto stock = [&](bitstr_t* bm) {
         return g_ops.job_test(job_ptr, bm, min_nodes, max_nodes, req_nodes, mode, M2G_JOB_TEST_TAIL_ARGS);
     };
+    // A placement by preemption: cons_tres sees only the victims m2g chose
+    // (it removes them in order until the job fits, and lists those whose
+    // nodes the job uses: select_p_job_test's preemptee_job_list).
+    m2g_list_t only_victims = nullptr;
+    auto stock_preempting = [&](bitstr_t* bm) {
+        return g_ops.job_test(job_ptr, bm, min_nodes, max_nodes, req_nodes, mode, only_victims,
+                              preemptee_job_list, M2G_JOB_TEST_TAIL_REST);
+    };
+    struct ListGuard {
+        m2g_list_t& l;
+        ~ListGuard() { FREE_NULL_LIST(l); }
+    } guard{only_victims};
     if (!g_session->active() || !job_ptr || !job_ptr->details || !bitmap)
         return stock(bitmap);
     try {
@@ -544,13 +644,14 @@ static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
                 if (g.model_to_slurm[mi] >= 0)
                     bit_clear(bitmap, g.model_to_slurm[mi]);
         };
+        bool preempting = false;
         act.test_offer = [&] { return (rc = stock(bitmap)) == SLURM_SUCCESS; };
         act.test_only = [&](const std::vector<int>& mis) {
             bitstr_t* narrowed = bit_alloc(bit_size(bitmap));
             for (int mi : mis)
                 if (g.model_to_slurm[mi] >= 0)
                     bit_set(narrowed, g.model_to_slurm[mi]);
-            rc = stock(narrowed);
+            rc = preempting ? stock_preempting(narrowed) : stock(narrowed);
             if (rc == SLURM_SUCCESS)
                 bit_copybits(bitmap, narrowed);
             FREE_NULL_BITMAP(narrowed);
@@ -563,11 +664,19 @@ static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
         // job holds). Those nodes are then ruled out and the session asked
         // again, a few times, before the job waits: Slurm's own regression
         // suite found jobs waiting for a busy node beside idle ones.
+        std::vector<m2g::PreemptCandidate> victims;
+        const bool can_preempt = preemptable(preemptee_candidates, now, victims);
         for (int attempt = 1;; ++attempt) {
-            const m2g::Outcome o =
-                g_session->decide(facts, g.offered, bit_set_count(bitmap), free_on, sm, now, free_at);
+            const m2g::Outcome o = g_session->decide(facts, g.offered, bit_set_count(bitmap), free_on, sm, now,
+                                                     free_at, can_preempt ? &victims : nullptr);
+            preempting = o.preempting;
+            FREE_NULL_LIST(only_victims);
+            if (preempting)
+                only_victims = keep_candidates(preemptee_candidates, o.preempt);
             const m2g::Applied a = g_session->apply(o, act);
             verdict = a.verdict;
+            if (a.accepted && o.preempting && sm == m2g::SelectMode::RunNow)
+                g_session->preemption_started(facts.job_id, o, now);
             if (a.accepted || sm != m2g::SelectMode::RunNow || o.offer != m2g::Outcome::Offer::Narrowed ||
                 attempt >= kRefusedRetries)
                 return rc;

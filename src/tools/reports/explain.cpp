@@ -6,6 +6,7 @@
 #include <json-c/json.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "tools/reports/report_util.hpp"
@@ -198,6 +199,18 @@ class Explainer {
             e_.evidence.push_back("nodes: " + w.nodes);
         if (!pl_.reason.empty())
             e_.evidence.push_back("m2g placed it: " + pl_.reason);
+        if (pl_.evicted_gpu_h) {
+            std::string ids;
+            for (uint32_t id : pl_.preempted)
+                ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+            char work[32];
+            std::snprintf(work, sizeof work, *pl_.evicted_gpu_h < 1 ? "%.2f" : "%.1f", *pl_.evicted_gpu_h);
+            e_.evidence.push_back(pl_.preempted.empty()
+                                      ? std::string("started by preemption on nodes its victims were leaving")
+                                      : "preempted job" + std::string(pl_.preempted.size() == 1 ? " " : "s ") + ids +
+                                            " to make room (" + work + " GPU-h of " +
+                                            (pl_.preempted.size() == 1 ? "its" : "their") + " work lost)");
+        }
         if (!pl_.policy.empty())
             e_.evidence.push_back("policy " + pl_.policy + (pl_.score ? ", score " + format_score(*pl_.score) : ""));
         if (!pl_.signals.empty())

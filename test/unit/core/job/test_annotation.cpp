@@ -662,3 +662,25 @@ TEST(Annotation, HonouredNoDeferIsRecorded)
     EXPECT_FALSE(m2g::admission_annotation(d, intent, ap, 0, false).no_defer);
     EXPECT_FALSE(m2g::parse_admission("admit class=training w_gpu=413").no_defer);
 }
+
+// A placement by preemption names its victims and the work they lost;
+// older readers' fields parse as before, and a text without them has none.
+TEST(AnnotationStruct, PreemptionVictimsRoundTrip)
+{
+    const std::string text = "domains=nvl02 leaves=leaf01 policy=strict:nvlink score=0 preempted=17,23 "
+                             "evicted_gpu_h=12.5 reason=preempts 2 job(s) (12.5 GPU-h of work) to clear nvl02";
+    const m2g::PlacementAnnotation p = m2g::parse_placement(text);
+    EXPECT_EQ(p.state, m2g::PlacementState::Placed);
+    EXPECT_EQ(p.domains, (std::vector<std::string>{"nvl02"}));
+    EXPECT_EQ(p.preempted, (std::vector<uint32_t>{17, 23}));
+    ASSERT_TRUE(p.evicted_gpu_h);
+    EXPECT_DOUBLE_EQ(*p.evicted_gpu_h, 12.5);
+    EXPECT_EQ(p.reason, "preempts 2 job(s) (12.5 GPU-h of work) to clear nvl02");
+    EXPECT_EQ(m2g::format(p), text);
+    const m2g::PlacementAnnotation plain = m2g::parse_placement("domains=nvl01 leaves=leaf01 policy=strict:nvlink reason=x");
+    EXPECT_TRUE(plain.preempted.empty());
+    EXPECT_FALSE(plain.evicted_gpu_h);
+    // Junk ids are dropped, not guessed.
+    EXPECT_EQ(m2g::parse_placement("domains=a leaves=- policy=p preempted=5,x,-3,0 reason=r").preempted,
+              (std::vector<uint32_t>{5}));
+}

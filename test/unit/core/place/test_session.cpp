@@ -918,3 +918,101 @@ TEST_F(Session, NodeWeightsChooseTheDomainAndNodesAsTopologyBlockDoes)
     o = decide(job("strict:nvlink", 1), SelectMode::RunNow);
     EXPECT_EQ(o.nodes, (std::vector<int>{0}));
 }
+
+// Preemption through decide(): a strict job that finds no free domain is
+// narrowed to the domain whose preemption loses the least work, names its
+// victims, and writes them into the AdminComment; without candidates it
+// waits as before, and a job of locality any leaves preemption to cons_tres.
+TEST_F(Session, StrictJobPreemptsTheCheapestDomain)
+{
+    load();
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};  // one free node per domain
+    auto cand = [](uint32_t id, int node, double gpu_h) {
+        PreemptCandidate c;
+        c.job_id = id;
+        c.gpu_hours = gpu_h;
+        c.held = {{node, 4}};
+        return c;
+    };
+    const std::vector<PreemptCandidate> victims{cand(11, 1, 40), cand(12, 3, 8), cand(13, 5, 20), cand(14, 7, 30)};
+    JobFacts f = job("strict:nvlink", 2);
+    Outcome o = session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, now_,
+                                nullptr, &victims);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_TRUE(o.preempting);
+    EXPECT_EQ(o.nodes, (std::vector<int>{2, 3}));  // d2: job 12, 8 GPU-h
+    EXPECT_EQ(o.preempt, (std::vector<uint32_t>{12}));
+    EXPECT_DOUBLE_EQ(o.preempt_gpu_hours, 8.0);
+    const PlacementAnnotation a = parse_placement(placed(o));
+    EXPECT_EQ(a.state, PlacementState::Placed);
+    EXPECT_EQ(a.domains, (std::vector<std::string>{"d2"}));
+    EXPECT_EQ(a.preempted, (std::vector<uint32_t>{12}));
+    ASSERT_TRUE(a.evicted_gpu_h);
+    EXPECT_DOUBLE_EQ(*a.evicted_gpu_h, 8.0);
+    EXPECT_NE(a.reason.find("preempts 1 job(s) (8.0 GPU-h of work) to clear d2"), std::string::npos) << a.reason;
+    EXPECT_EQ(parse_placement(format(a)), a);
+
+    // cons_tres accepted it: Slurm evicts job 12, and the test after that
+    // (its GPUs free now) places the job without preempting, and names job 12.
+    session_.preemption_started(f.job_id, o, now_);
+    free_ = {4, 0, 4, 4, 4, 0, 4, 0};
+    o = session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, now_ + 5,
+                        nullptr, &victims);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_FALSE(o.preempting);
+    const PlacementAnnotation later = parse_placement(placed(o));
+    EXPECT_EQ(later.preempted, (std::vector<uint32_t>{12}));
+    EXPECT_NE(later.reason.find("preempts 1 job(s) (8.0 GPU-h of work) to clear d2: the least work lost of 4 domain(s) preemption could clear "
+                                    "(next: d3, 20.0 GPU-h), then d2, best fit"), std::string::npos)
+        << later.reason;
+    // A plan Slurm dropped (another pass placed the job elsewhere) is not
+    // named: only plans on the nodes the job gets are.
+    {
+        JobFacts g = job("strict:nvlink", 2);
+        g.job_id = 77;
+        free_ = {4, 0, 4, 0, 4, 0, 4, 0};
+        Outcome first = session_.decide(g, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow,
+                                        now_, nullptr, &victims);
+        ASSERT_TRUE(first.preempting);
+        session_.preemption_started(g.job_id, first, now_);  // d2, job 12: then dropped
+        free_ = {4, 0, 4, 0, 4, 4, 4, 0};                    // d3 frees by itself
+        Outcome then = session_.decide(g, offered_, 8, [this](int mi) { return free_.at(mi); },
+                                       SelectMode::RunNow, now_ + 2, nullptr, &victims);
+        ASSERT_EQ(then.offer, Offer::Narrowed);
+        EXPECT_EQ(then.nodes, (std::vector<int>{4, 5}));
+        EXPECT_TRUE(then.evicted.empty());
+        EXPECT_FALSE(then.evicted_gpu_h);
+        EXPECT_EQ(parse_placement(placed(then)).preempted.size(), 0u);
+    }
+    // Once it started, another job's placement names nobody.
+    session_.job_started(f, o.nodes, now_ + 6);
+
+    // A free domain: no preemption at all.
+    free_ = {4, 0, 4, 4, 4, 0, 4, 0};
+    o = session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow, now_, nullptr,
+                        &victims);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_FALSE(o.preempting);
+    EXPECT_TRUE(o.preempt.empty());
+    EXPECT_EQ(parse_placement(placed(o)).preempted.size(), 0u);
+
+    // No candidates: it waits.
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};
+    o = decide(f, SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Refuse);
+    // Locality any: cons_tres decides, with Slurm's own candidates.
+    o = session_.decide(job("any", 2), offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::RunNow,
+                        now_, nullptr, &victims);
+    EXPECT_EQ(o.offer, Offer::Stock);
+    EXPECT_FALSE(o.preempting);
+    // Prefer, within its wait: preempting keeps it in one domain.
+    o = session_.decide(job("prefer:nvlink", 2), offered_, 8, [this](int mi) { return free_.at(mi); },
+                        SelectMode::RunNow, now_, nullptr, &victims);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.preempt, (std::vector<uint32_t>{12}));
+    // Will-run (backfill asking with candidates) answers with the same plan.
+    o = session_.decide(f, offered_, 8, [this](int mi) { return free_.at(mi); }, SelectMode::WillRun, now_, nullptr,
+                        &victims);
+    ASSERT_EQ(o.offer, Offer::Narrowed);
+    EXPECT_EQ(o.preempt, (std::vector<uint32_t>{12}));
+}
