@@ -147,11 +147,15 @@ std::vector<Scope> build_scopes(const Model& m, const SignalsView& v, const std:
                 continue;
             const double w = curtail_job_w_gpu(p, j);
             est += g * w / 1000.0;
-            // A change in the snapshot's own second may not be in it yet:
-            // counted as not (one pass of too little is better than a job
-            // suspended for nothing).
+            // A job that started in the reading's own second may be in it
+            // or not: counted as in it, since counting it twice suspends
+            // work for nothing and one pass of too little is the lesser
+            // error (the meter shows it by the next reading). m2g's own
+            // changes in that second are counted as not in it
+            // (curtail_w_gpu_seen): the draw follows a cap or a suspension
+            // only after it is applied.
             if (s) {
-                const bool unseen = j.waiting_gpus > 0 || (j.start_time > 0 && j.start_time >= s->generated_at);
+                const bool unseen = j.waiting_gpus > 0 || (j.start_time > 0 && j.start_time > s->generated_at);
                 const double wn = unseen && !sc.out.cause.empty() ? unmetered_w_gpu(p, j) : w;
                 lag += g * (wn - curtail_w_gpu_seen(j, s->generated_at, wn, unused_w)) / 1000.0;
             }
@@ -225,7 +229,7 @@ double curtail_job_w_gpu(const AdmissionPolicy& p, const CurtailJob& j)
 
 double curtail_w_gpu_seen(const CurtailJob& j, int64_t t, double w_now, double idle_w)
 {
-    if (j.waiting_gpus > 0 || (j.start_time > 0 && j.start_time >= t))
+    if (j.waiting_gpus > 0 || (j.start_time > 0 && j.start_time > t))
         return std::min(idle_w, w_now);  // it started after the reading (or waits): its GPUs were idle in it
     for (const CurtailChange& c : j.changes)
         if (c.at >= t)

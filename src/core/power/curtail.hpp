@@ -181,10 +181,10 @@ constexpr int64_t kCurtailChangeKeepSec = 3600;
 
 // The per-GPU draw of `j` that a feed generated at `t` shows: its GPUs idle
 // (`idle_w`: AdmissionPolicy::unused_gpu_w, IdlePowerPerGpuW by default)
-// when the job started at or after `t` (Slurm
-// says so before the meter does), else its draw before the first of m2g's
-// changes at or after `t` (a change in the feed's own second counts as not
-// in it yet), else `w_now`.
+// when the job started after `t` (Slurm says so before the meter does; a
+// start in the feed's own second counts as in it), else its draw before the
+// first of m2g's changes at or after `t` (a change in the feed's own second
+// counts as not in it yet), else `w_now`.
 double curtail_w_gpu_seen(const CurtailJob& j, int64_t t, double w_now, double idle_w);
 
 // When m2g last changed the job's cap or suspension, 0: never (kept).

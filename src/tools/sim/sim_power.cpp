@@ -108,7 +108,7 @@ void Simulator::book_power(const SimJobResult& job, double sign)
     for (int n : job.placed) {
         node_kw[n] += kw_node;
         if (opts.meter_lag_s > 0)
-            draw_changes.push_back({clock_, n, kw_node});
+            draw_changes.push_back({clock_, n, kw_node, sign > 0});
         if (m.nodes[n].domain != kNone)
             domain_kw[m.nodes[n].domain] += kw_node;
     }
@@ -267,10 +267,13 @@ void Simulator::drop_live(int j)
 }
 
 // Curtailment. The planner's feed: the timeline as announced, with the
-// simulated draw of every scope at this instant, except what m2g's own
-// actions changed in the snapshot's second: the planner counts those
-// as not in the feed yet (and adds them itself), so the feed leaves
-// them out, as a BMS reading from the start of that second would.
+// simulated draw of every scope at this instant (jobs started in this
+// second included: the planner counts them as in the reading), except what
+// m2g's own actions changed in the snapshot's second: the planner counts
+// those as not in the feed yet (and adds them itself), so the feed leaves
+// them out. With a meter lag, the reading is the draw of the second
+// meter_lag_s ago on the same terms: the starts in that second in it, m2g's
+// own changes from its start on not.
 SignalsView Simulator::curtail_view(double now)
 {
     const int64_t e = epoch(now);
@@ -278,21 +281,17 @@ SignalsView Simulator::curtail_view(double now)
     s->generated_at = e;
     feed_kw = node_kw;
     if (opts.meter_lag_s > 0) {
-        // The draw at the start of the second meter_lag_s ago: every change
-        // booked since is not in the feed (draw_changes keeps only those).
+        // The draw of the second meter_lag_s ago: every change booked since
+        // is not in the feed (draw_changes keeps only those), except the
+        // starts in that second.
         const double seen = std::floor(now - opts.meter_lag_s);
         s->generated_at = epoch(seen);
         for (const DrawChange& c : draw_changes)
-            if (c.t >= seen)
+            if (c.t >= seen + (c.start ? 1.0 : 0.0))
                 feed_kw[c.node] -= c.kw;
     } else {
         for (int j : live)
-            if (epoch(last_start[j]) >= e) {
-                // It started in this second: a reading from its start has none of it.
-                const double kw_node = w_now[j] * jobs[j].gpus_per_node / 1000.0;
-                for (int n : jobs[j].placed)
-                    feed_kw[n] -= kw_node;
-            } else if (act_sec[j] >= static_cast<double>(e)) {
+            if (act_sec[j] >= static_cast<double>(e)) {
                 const double kw_node = (w_now[j] - act_w0[j]) * jobs[j].gpus_per_node / 1000.0;
                 for (int n : jobs[j].placed)
                     feed_kw[n] -= kw_node;

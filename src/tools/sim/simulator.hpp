@@ -274,6 +274,7 @@ class Simulator {
         double t;
         int node;
         double kw;
+        bool start = false;  // a job's start (the planner counts one in the reading's second as in it)
     };
     std::deque<DrawChange> draw_changes;
     double clock_ = 0;

@@ -352,6 +352,29 @@ TEST_F(Curtail, AJobStartedAfterTheReadingIsAddedToIt)
     EXPECT_FALSE(p.over);
 }
 
+// A job that started in the reading's own second counts as in it: the
+// feed that a BMS writes as it reads the meter may already show it, and
+// counting it twice suspended work with no event at all (curtail.sh: a site
+// at 29 kW judged at 42 kW, capped and suspended before any event).
+TEST_F(Curtail, AJobStartedInTheReadingsOwnSecondCountsAsInIt)
+{
+    auto jobs = mix();
+    jobs.push_back(job(4, WorkloadClass::Inference, "nvl04", 18, 300));
+    jobs.back().start_time = kNow;  // the reading's second
+    s.site.draw_kw = draw_of(jobs);  // and the reading shows it
+    s.site.budget_kw = draw_of(jobs) + 1;
+    CurtailPlan p = plan_curtailment(m, view(), jobs, st, kNow + 3);
+    EXPECT_NEAR(site(p).draw_kw, draw_of(jobs), 1e-9) << "counted once";
+    EXPECT_FALSE(p.over) << p.summary;
+    EXPECT_TRUE(p.actions.empty()) << p.summary;
+    EXPECT_DOUBLE_EQ(curtail_w_gpu_seen(jobs.back(), kNow, 300, 90), 300);
+    // One second later it is not in the reading: counted on top of it.
+    jobs.back().start_time = kNow + 1;
+    EXPECT_DOUBLE_EQ(curtail_w_gpu_seen(jobs.back(), kNow, 300, 90), 90);
+    p = plan_curtailment(m, view(), jobs, st, kNow + 3);
+    EXPECT_NEAR(site(p).draw_kw, draw_of(jobs) + 72 * (300 - 90) / 1000.0, 1e-9);
+}
+
 // A pending job select/m2g holds until there is room (wait=power-room)
 // counts in the site's draw as a start would, so the plan makes room for it
 // before it starts; it is never acted on, and no restore takes its room.
