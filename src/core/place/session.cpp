@@ -467,21 +467,31 @@ Outcome PlacementSession::decide_impl(const JobFacts& asked, const std::vector<u
         req.gpus_per_node = gpn;
         req.node_free_gpus = &node_free_;
     }
+    // A job that accepts a range of nodes (-N1-64) gets as many as its
+    // intent allows up to the count Slurm asks for (req_nodes: its
+    // maximum), never fewer than its minimum: as cons_tres does, which
+    // takes what is free. The count is fitted on the nodes free now.
+    const int range_min = std::clamp(job.min_nodes, 1, req.nodes);
+    if (range_min < req.nodes) {
+        const int free_now = static_cast<int>(std::count(usable_.begin(), usable_.end(), uint8_t{1}));
+        req.nodes = std::max(range_min, std::min(req.nodes, free_now));
+    }
+    auto place = [&](const PlacementRequest& r) { return place_range(r, range_min, state); };
     // Will-run with FreeAt looks further when this fails, and its answer
     // carries its own reason: this one is a probe until it places.
     const bool looks_further = mode == SelectMode::WillRun && free_at;
     PlacementRequest first = req;
     first.explain = !looks_further;
-    Placement p = engine_->place(first, usable_, state);
+    Placement p = place(first);
     if (p.ok && looks_further)
-        p = engine_->place(req, usable_, state);
+        p = place(req);
     if (!p.ok && prefer && !req.fallback && run_now) {
         // Short of its intent: could it start now on a lesser placement?
         // Then its clock starts (or runs on), and once it has run out the
         // lesser placement is taken.
         PlacementRequest lesser = req;
         lesser.fallback = true;
-        Placement q = engine_->place(lesser, usable_, state);
+        Placement q = place(lesser);
         if (q.ok) {
             if (since == 0) {
                 since = now;
@@ -507,7 +517,7 @@ Outcome PlacementSession::decide_impl(const JobFacts& asked, const std::vector<u
             p = earliest_placement(req, job.gpus_per_node, state, free_at, now);
         if (!p.ok) {
             fill_usable(false);
-            p = engine_->place(req, usable_, state);
+            p = place(req);
         }
     }
     if (prefer && !req.fallback && since > 0)
@@ -553,6 +563,33 @@ Outcome PlacementSession::decide_impl(const JobFacts& asked, const std::vector<u
     return o;
 }
 
+// The engine's placement for `r` on usable_, and for a job that accepts
+// fewer nodes (down to `fewest`), the most nodes it places between the two
+// (the fewest nodes' answer, with its reason, when none).
+Placement PlacementSession::place_range(const PlacementRequest& r, int fewest, const ClusterState& state)
+{
+    Placement got = engine_->place(r, usable_, state);
+    if (got.ok || fewest >= r.nodes)
+        return got;
+    PlacementRequest fewer = r;
+    fewer.nodes = fewest;
+    Placement best = engine_->place(fewer, usable_, state);
+    if (!best.ok)
+        return best;
+    int lo = fewest, hi = r.nodes - 1;  // lo places, r.nodes does not
+    while (lo < hi) {
+        fewer.nodes = lo + (hi - lo + 1) / 2;
+        Placement q = engine_->place(fewer, usable_, state);
+        if (q.ok) {
+            lo = fewer.nodes;
+            best = std::move(q);
+        } else {
+            hi = fewer.nodes - 1;
+        }
+    }
+    return best;
+}
+
 // Clear the domain (or the fewest domains) whose eviction loses the least
 // work, as the intent accepts it: the engine checks the plan (segments,
 // health, spare nodes) and its placement replaces `p`. The plan, or none.
@@ -566,7 +603,7 @@ PreemptPlan PlacementSession::place_by_preemption(const JobFacts& job, const Job
         if (allowed_[mi])
             free_now[mi] = free_gpus(static_cast<int>(mi));
     PreemptRequest pq;
-    pq.nodes = job.nodes;
+    pq.nodes = req.nodes;
     pq.segment = intent.segment;
     pq.gpus_per_node = job.gpus_per_node;
     pq.one_group = intent.level == LocalityLevel::NVLink;

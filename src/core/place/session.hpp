@@ -345,6 +345,7 @@ class PlacementSession {
     Outcome decide_impl(const JobFacts& job, const std::vector<uint8_t>& offered, int offered_total,
                         const FreeGpus& free_gpus, SelectMode mode, int64_t now, const FreeAt& free_at,
                         const std::vector<PreemptCandidate>* preemptable);
+    Placement place_range(const PlacementRequest& r, int fewest, const ClusterState& state);
     PreemptPlan place_by_preemption(const JobFacts& job, const JobIntent& intent, const PlacementRequest& req,
                                     const ClusterState& state, const FreeGpus& free_gpus,
                                     const std::vector<PreemptCandidate>& preemptable, Placement& p);

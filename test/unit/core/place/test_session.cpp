@@ -227,6 +227,40 @@ TEST_F(Session, JobOfferedTooFewNodesWaitsForNodesWithTheReason)
     expect_typed_as_legacy(o.annotation_now);
 }
 
+// srun -N1-64 on a cluster of 8 nodes: Slurm asks for 64 (req_nodes is
+// the maximum) and accepts 1. The job gets as many nodes as its intent
+// allows, never more than are free: it waited for 64 nodes that do not
+// exist (Slurm's regression suite, test_116_42, found it).
+TEST_F(Session, AJobAcceptingARangeOfNodesGetsTheMostItsIntentAllows)
+{
+    load();
+    JobFacts f = job("strict:nvlink", 64);
+    f.min_nodes = 1;
+    f.max_nodes = 64;
+    Outcome o = decide(f, SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed) << o.reason;
+    EXPECT_EQ(o.nodes.size(), 8u) << "every node, in whole domains";
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};  // one free node per domain
+    o = decide(f, SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed) << o.reason;
+    EXPECT_EQ(o.nodes.size(), 1u);
+    // Under the spine it takes every free node.
+    o = decide(job("any", 64), SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Stock) << "locality any: cons_tres takes what is free";
+    f = job("strict:spine", 64);
+    f.min_nodes = 2;
+    f.max_nodes = 64;
+    free_.assign(8, 4);
+    o = decide(f, SelectMode::RunNow);
+    ASSERT_EQ(o.offer, Offer::Narrowed) << o.reason;
+    EXPECT_EQ(o.nodes.size(), 8u);
+    // Below its minimum it waits, and says for what.
+    free_ = {4, 0, 0, 0, 0, 0, 0, 0};
+    o = decide(f, SelectMode::RunNow);
+    EXPECT_EQ(o.offer, Offer::Refuse);
+    EXPECT_NE(o.annotation_now.find("need=2"), std::string::npos) << o.annotation_now;
+}
+
 TEST_F(Session, WillRunPlansOnTheDomainThatFreesFirst)
 {
     load();
