@@ -193,7 +193,7 @@ struct State {
     std::vector<int> model_to_slurm;  // model node index -> Slurm node index (or -1)
     int node_count = -1;              // node_record_count the map was built for
     std::vector<uint8_t> offered;     // scratch, per model node
-    std::vector<uint64_t> weights;    // scratch, per model node: sched_weight
+    std::vector<uint64_t> weights;    // scratch, per model node: sched_weight()
     // Per model node: the jobs running on it now, their ends and GPUs, for
     // will-run answers; rebuilt at most once a second.
     m2g::NodeReleases free_at;
@@ -582,6 +582,36 @@ extern "C" int fini(void)
     return rc;
 }
 
+// A node's scheduling weight as the cons_tres that m2g wraps will weigh it
+// in this job_test. Run-now: slurmctld has set sched_weight for the job
+// (node_scheduler.c, _set_sched_weight() and _sync_node_weight(): Weight=,
+// boot needed, outside a FLEX reservation). Will-run on 26.05: cons_tres
+// sets it itself, but only after select/m2g has chosen (job_test.c,
+// _set_sched_weight(), called by _will_run_test() and the function before
+// it), so m2g computes the same here; read as it was, it held what the last
+// job_test left (zero on nodes none had tested yet), and every reservation,
+// which slurmctld places with a will-run test, went to a node no job had
+// used (Slurm's regression suite, test_123_1, found it).
+static uint64_t sched_weight(const node_record_t* n, bool will_run, bool future)
+{
+#if M2G_SLURM_NEW_API
+    if (will_run) {
+        uint64_t w = static_cast<uint64_t>(n->weight) << 16;
+        if (!future && IS_NODE_COMPLETING(n))
+            w |= 0x100;
+        if (IS_NODE_REBOOT_REQUESTED(n) || IS_NODE_REBOOT_ISSUED(n))
+            w |= 0x200;
+        if (IS_NODE_POWERED_DOWN(n) || IS_NODE_POWERING_DOWN(n) || IS_NODE_POWERING_UP(n))
+            w |= 0x2000000000000;
+        return w;
+    }
+#else
+    (void)will_run;
+    (void)future;
+#endif
+    return n->sched_weight;
+}
+
 // select_p_job_test's work: Slurm's structs to the session's facts, and its
 // Outcome back onto the bitmap and cons_tres; `verdict` says how it was
 // decided (for the counters).
@@ -630,10 +660,17 @@ static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
             free_at = [&at, &free_on](int mi, int gpus) { return at.free_at(mi, gpus, free_on(mi)); };
         }
         // Slurm's scheduling weights (scontrol update may change them).
+#if M2G_SLURM_NEW_API
+        const bool future = will_run_ptr && will_run_ptr->start > now;
+#else
+        const bool future = false;
+#endif
         g.weights.resize(g.offered.size());
         for (size_t mi = 0; mi < g.offered.size(); ++mi) {
             const int si = g.model_to_slurm[mi];
-            g.weights[mi] = si >= 0 && node_record_table_ptr[si] ? node_record_table_ptr[si]->sched_weight : 0;
+            g.weights[mi] = si >= 0 && node_record_table_ptr[si]
+                                ? sched_weight(node_record_table_ptr[si], sm == m2g::SelectMode::WillRun, future)
+                                : 0;
         }
         g_session->set_node_weights(g.weights);
         // The Outcome onto Slurm's bitmap: the session holds the order.
