@@ -86,6 +86,16 @@ for j in "$g1" "$g2" "$g3" "$g4"; do
 	ok "one_domain $j && placed_by_m2g $j" "GPU request job $j: placed by select/m2g in one domain"
 done
 
+# --- tasks over several nodes, and node ranges (Slurm's test_113_2, test_116_42) --
+cpus=$(scontrol show node r01n01 | sed -n 's/.*CPUTot=\([0-9]*\).*/\1/p')
+sub t1 -n $((3 * cpus)) --exclusive --wrap 'sleep 1'
+check "-n $((3 * cpus)) --exclusive without -N ($cpus CPUs a node): accepted and completes" done_ok "$t1"
+is "$(node_count "$t1")" 3 "it ran on 3 nodes, as stock cons_tres spreads the tasks"
+ok "one_domain $t1 && placed_by_m2g $t1" "placed by select/m2g in one domain"
+sub t2 -N2-64 --wrap 'sleep 1'
+check "-N2-64 on a 36-node cluster: completes (it took what is free, not 64)" done_ok "$t2"
+ok "(( \$(node_count $t2) >= 2 ))" "it ran on $(node_count "$t2") nodes (at least 2)"
+
 # --- --constraint --------------------------------------------------------------
 scontrol update NodeName='r02n[15-18]' AvailableFeatures=hbm ActiveFeatures=hbm
 sub c1 -C hbm -N2 --exclusive --gres=gpu:4 --wrap 'sleep 1'

@@ -638,7 +638,7 @@ static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
         return stock(bitmap);
     try {
         const uint32_t nodes = static_cast<uint32_t>(m2g::job_node_count(min_nodes, max_nodes, req_nodes));
-        const m2g::JobFacts facts = job_facts(job_ptr, nodes, min_nodes, max_nodes);
+        m2g::JobFacts facts = job_facts(job_ptr, nodes, min_nodes, max_nodes);
         map_nodes();
         // Offered nodes in model terms.
         std::fill(g.offered.begin(), g.offered.end(), 0);
@@ -647,6 +647,24 @@ static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
             for (int i = bit_ffs(bitmap); i >= 0 && i <= last && i < node_record_count; ++i)
                 if (bit_test(bitmap, i) && g.slurm_to_model[i] >= 0)
                     g.offered[g.slurm_to_model[i]] = 1;
+        }
+        // Tasks or CPUs that no one node holds (sbatch -n 144 without -N,
+        // where Slurm's minimum is 1 node): at least as many nodes as the
+        // largest nodes take to hold them, as cons_tres spreads them.
+        // m2g placed one node and cons_tres refused it: "Requested node
+        // configuration is not available" at submission (Slurm's test_113_2).
+        uint32_t most_cpus = 0;  // on one node of the model
+        for (size_t mi = 0; mi < g.model_to_slurm.size(); ++mi) {
+            const int si = g.model_to_slurm[mi];
+            if (si >= 0 && node_record_table_ptr[si])
+                most_cpus = std::max<uint32_t>(most_cpus, node_record_table_ptr[si]->cpus);
+        }
+        if (job_ptr->details->min_cpus > 0 && most_cpus > 0) {
+            const int need = static_cast<int>((job_ptr->details->min_cpus + most_cpus - 1) / most_cpus);
+            if (need > facts.nodes && (facts.max_nodes <= 0 || need <= facts.max_nodes)) {
+                facts.nodes = need;
+                facts.min_nodes = std::max(facts.min_nodes, need);
+            }
         }
         auto free_on = [](int mi) {
             const int si = g.model_to_slurm[mi];
@@ -710,7 +728,14 @@ static int job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
             FREE_NULL_LIST(only_victims);
             if (preempting)
                 only_victims = keep_candidates(preemptee_candidates, o.preempt);
-            const m2g::Applied a = g_session->apply(o, act);
+            m2g::Applied a = g_session->apply(o, act);
+            if (!a.accepted && sm == m2g::SelectMode::TestOnly && o.offer == m2g::Outcome::Offer::Narrowed) {
+                // Could it ever run? cons_tres refused m2g's nodes for what m2g
+                // does not weigh (CPUs, memory): its answer on the whole offer
+                // stands, so m2g never rejects at submission a job stock accepts.
+                a.accepted = act.test_offer();
+                a.verdict = m2g::SelectVerdict::Stock;
+            }
             verdict = a.verdict;
             if (a.accepted && o.preempting && sm == m2g::SelectMode::RunNow)
                 g_session->preemption_started(facts.job_id, o, now);
