@@ -158,15 +158,22 @@ void add_power_options(CLI::App* simulate, SimulateArgs& sim)
                          "curtailment: speed of a capped job, RATIO:SPEED points of draw under the cap over uncapped "
                          "draw (default: the Perseus A100 measurements, doc/simulator.md)");
     simulate->add_option("--checkpoint-interval", sim.opts.checkpoint_interval_s,
-                         "curtailment: a job checkpoints after every this many seconds of work; a requeue loses the "
-                         "rest (default 1800, 0: never)")
+                         "curtailment and preemption: a job checkpoints after every this many seconds of work; a "
+                         "requeue loses the rest (default 1800, 0: never)")
         ->check(CLI::Range(0.0, 1e9));
     simulate->add_option("--restart-overhead", sim.opts.restart_overhead_s,
-                         "curtailment: seconds of work a requeued job redoes when it starts again (default 300)")
+                         "curtailment and preemption: seconds of work a requeued job redoes when it starts again "
+                         "(default 300)")
         ->check(CLI::Range(0.0, 1e9));
     simulate->add_flag("--curtail-every-tick", sim.opts.curtail_every_tick,
                        "curtailment: call the planner at every round, also on inputs unchanged since a plan that "
                        "found nothing to do (same results, slower: for checking)");
+    simulate->add_option("--preempt-share", sim.opts.preempt_pct,
+                         "PCT of jobs (by a hash of the id) run in a QOS that preempts the others (preempt/qos, "
+                         "PreemptMode=REQUEUE; default 0: no preemption; doc/simulator.md)")
+        ->check(CLI::Range(0.0, 100.0));
+    simulate->add_option("--preemptor-topology", sim.opts.preemptor_topology,
+                         "the preemptors' --m2g-topology under m2g (default strict:nvlink)");
     simulate->add_flag("--no-baseline", sim.no_baseline,
                        "curtailment: skip the second run with CurtailMode=off (no loss, slowdown or energy shifted)");
 }

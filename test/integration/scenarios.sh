@@ -121,6 +121,24 @@ ok "grep -Eq '^\| swf-kth \| m2g-p50: within 10 min >= 2x Slurm.s \| .* \| (\*\*
 	"and says whether each goal is met"
 ok "grep -q -- '^m2g backtest --topology test/fixtures/nvl72-8rack.conf --trace ../shared/data/swf/KTH' $fmd" \
 	"with the exact commands"
+# Preemption by QOS (issue 29) in small: the synthetic NVL72 mix, two seeds,
+# block against m2g with and without checkpoints, and block's victims on
+# m2g's own state beside m2g's.
+qmd=$T/out/preempt-sim.md
+ok "[[ -s $qmd ]]" "it writes preempt-sim.md"
+for p in block '\*\*m2g\*\*' m2g-untold; do
+	ok "grep -Eq '^\| $p( \| [0-9][^|]*){11} \|$' $qmd" "preempt-sim.md has a row for $p"
+done
+ok "grep -Eq '^\| m2g \| [0-9]+ \| [0-9]+ / [0-9]+ \| [0-9]+ / [0-9]+ \| [0-9]+ / [0-9]+ \(\*\*[0-9.]+x\*\*\)' $qmd" \
+	"and the paired comparison on the same state"
+ok "grep -Eq '^\| synth-nvl72-training \| 30 min \| [0-9.]+% \| .* \| (\*\*yes\*\*|no.*) \|$' $qmd" \
+	"and says whether the goals are met"
+ok "grep -q -- '--preempt-share 5 --checkpoint-interval 1800' $qmd" "with the exact commands"
+run_q() { "$M2G" simulate --conf "$SRC/test/fixtures/sim/tiny.conf" --trace "$SRC/test/fixtures/sim/placement.csv" "$@"; }
+rc=0
+run_q --preempt-share 101 >"$T/o" 2>"$T/e" || rc=$?
+ok "[[ $rc != 0 ]] && grep -q 'preempt-share' $T/e" "--preempt-share above 100 fails: $(head -1 "$T/e")"
+
 for png in sim-placement-8rack.png sim-dr-25pct-3h.png; do
 	ok "[[ \$(head -c 8 $T/out/$png | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]]" "$png is a PNG"
 	w=$(od -An -tu1 -j16 -N8 "$T/out/$png" | awk '{print $3*256+$4 "x" $7*256+$8}')

@@ -19,6 +19,8 @@ inline constexpr const char* kClusterName = "ClusterName";              // infor
 inline constexpr const char* kSitePowerBudgetKW = "SitePowerBudgetKW";  // site power budget, kW
 inline constexpr const char* kDefaultTopology = "DefaultTopology";      // select/m2g: intent of jobs without one
 inline constexpr const char* kPreferWaitSec = "PreferWaitSec";          // select/m2g: prefer falls back after this
+inline constexpr const char* kPreemptCheckpointSec = "PreemptCheckpointSec";  // select/m2g: how often preemptable jobs checkpoint
+inline constexpr const char* kPreemptRestartSec = "PreemptRestartSec";        // select/m2g: work a requeued victim redoes
 inline constexpr const char* kSparePerDomain = "SparePerDomain";        // select/m2g: free nodes kept per domain
 inline constexpr const char* kHealthFile = "HealthFile";                // select/m2g: degraded/fault/over-limit feed
 // Admission and live signals (job_submit/m2g, select/m2g), see m2g.conf(5).

@@ -64,7 +64,7 @@ const std::vector<const char*> kGlobalKeys{
     kw::kPrivilegedGroups,   kw::kPrivilegedTags,      kw::kPrivilegedClasses,  kw::kCurtailMode,
     kw::kCapFloorW,          kw::kIdlePowerPerGpuW,    kw::kCurtailMarginPct,   kw::kCheckpointGraceSec,
     kw::kCurtailIntervalSec, kw::kCurtailLeadSec,      kw::kCurtailStartWaitSec, kw::kNodeAgentURL,      kw::kNodeAgentTokenFile,
-    kw::kDefaultPricePerGpuHour};
+    kw::kDefaultPricePerGpuHour, kw::kPreemptCheckpointSec, kw::kPreemptRestartSec};
 const LineKind kPartitionLine{kw::kPartitionName, {kw::kDefaultTopology, kw::kPreferWaitSec, kw::kSparePerDomain}};
 const LineKind kClassLine{kw::kClassName, {kw::kDeferrable, kw::kPowerPerGpuW, kw::kCurtail, kw::kCapFloorW, kw::kPricePerGpuHour}};
 const std::vector<const char*> kLineHeads{kw::kNodeName, kw::kDomainName, kw::kSwitchName, kw::kFaultDomain,
@@ -448,6 +448,10 @@ ConfigSpec parse_m2g_conf(std::string_view text, const std::string& file)
                 spec.policy.default_topology = check_topology(line.loc, value);
             } else if (key == kw::kPreferWaitSec) {
                 spec.policy.prefer_wait_sec = parse_integer(line.loc, canon, value, 0, 7 * 86400);
+            } else if (key == kw::kPreemptCheckpointSec) {
+                spec.policy.preempt_checkpoint_sec = parse_integer(line.loc, canon, value, 0, 30 * 86400);
+            } else if (key == kw::kPreemptRestartSec) {
+                spec.policy.preempt_restart_sec = parse_integer(line.loc, canon, value, 0, 86400);
             } else if (key == kw::kSparePerDomain) {
                 spec.policy.spare_per_domain = parse_integer(line.loc, canon, value, 0, 1024);
             } else if (key == kw::kHealthFile) {

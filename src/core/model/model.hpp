@@ -84,6 +84,12 @@ struct PlacementPolicy {
     LocalityLevel default_level = LocalityLevel::NVLink;
     int prefer_wait_sec = 300;
     int spare_per_domain = 0;
+    // Preemption's cost (PreemptCheckpointSec=, PreemptRestartSec=): the
+    // preemptable jobs checkpoint after every this many seconds of run time
+    // (0: never, a victim loses all it ran), and a requeued victim redoes
+    // this many seconds of work when it starts again.
+    int preempt_checkpoint_sec = 0;
+    int preempt_restart_sec = 0;
     std::string health_file;  // "" none
 };
 

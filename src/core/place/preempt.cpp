@@ -2,6 +2,7 @@
 #include "core/place/preempt.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 
@@ -308,6 +309,16 @@ std::string gpu_h(double h)
 }
 
 }  // namespace
+
+double preempt_loss_gpu_hours(int gpus, double ran_s, int checkpoint_s, int restart_s, bool restarted)
+{
+    if (gpus <= 0 || !(ran_s >= 0))
+        return 0;
+    const double restart = std::max(0, restart_s);
+    const double work = restarted ? std::max(0.0, ran_s - restart) : ran_s;
+    const double since = checkpoint_s > 0 ? std::fmod(work, static_cast<double>(checkpoint_s)) : work;
+    return gpus * (since + restart) / 3600.0;
+}
 
 std::string preempt_group_name(const Model& m, int group)
 {

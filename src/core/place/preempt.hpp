@@ -33,7 +33,13 @@ namespace m2g {
 struct PreemptCandidate {
     uint32_t job_id = 0;
     // Work lost when it is evicted now: its GPUs x the hours it has run.
+    // With `gpus` and `ran_s` known, the session replaces it with
+    // preempt_loss_gpu_hours() under m2g.conf's PreemptCheckpointSec= and
+    // PreemptRestartSec=.
     double gpu_hours = 0;
+    int gpus = 0;        // GPUs it holds (0: unknown)
+    double ran_s = -1;   // seconds its current run has lasted (< 0: unknown)
+    bool restarted = false;  // a requeued job's later run (Slurm's restart_cnt > 0)
     // Already leaving (completing after an eviction): frees its GPUs at no
     // cost and is never a victim to name.
     bool leaving = false;
@@ -59,6 +65,14 @@ struct PreemptPlan {
     int next_group = 0;
     std::string reason;             // one line for people
 };
+
+// The work (GPU-hours) a job of `gpus` GPUs that has run `ran_s` seconds
+// loses when evicted now: its work since its last checkpoint (one every
+// `checkpoint_s` of work; 0: none, all it did), plus the `restart_s` it
+// redoes when it starts again. A `restarted` job spent its first
+// `restart_s` of this run redoing what it had lost, so its checkpoints come
+// that much later.
+double preempt_loss_gpu_hours(int gpus, double ran_s, int checkpoint_s, int restart_s, bool restarted = false);
 
 // `allowed`: per model node, whether the job may use it (Slurm offers it
 // and the signals allow it); `free_now`: GPUs free on each model node now.

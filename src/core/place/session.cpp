@@ -607,7 +607,20 @@ PreemptPlan PlacementSession::place_by_preemption(const JobFacts& job, const Job
     pq.segment = intent.segment;
     pq.gpus_per_node = job.gpus_per_node;
     pq.one_group = intent.level == LocalityLevel::NVLink;
-    PreemptPlan evict = plan_preemption(*model_, pq, allowed_, free_now, preemptable);
+    // What each victim loses, as the site's jobs checkpoint and restart.
+    const PlacementPolicy& cp = model_->policy;
+    std::vector<PreemptCandidate> costed;
+    const std::vector<PreemptCandidate>* cands = &preemptable;
+    if (cp.preempt_checkpoint_sec > 0 || cp.preempt_restart_sec > 0) {
+        costed = preemptable;
+        for (PreemptCandidate& c : costed)
+            if (c.gpus > 0 && c.ran_s >= 0)
+                c.gpu_hours =
+                    preempt_loss_gpu_hours(c.gpus, c.ran_s, cp.preempt_checkpoint_sec, cp.preempt_restart_sec,
+                                           c.restarted);
+        cands = &costed;
+    }
+    PreemptPlan evict = plan_preemption(*model_, pq, allowed_, free_now, *cands);
     if (!evict.ok)
         return evict;
     std::vector<uint8_t> only(allowed_.size(), 0);

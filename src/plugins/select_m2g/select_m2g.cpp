@@ -441,6 +441,9 @@ bool preemptable(m2g_list_t cands, int64_t now, std::vector<m2g::PreemptCandidat
         });
         const int64_t ran = j->start_time > 0 && now > j->start_time ? now - j->start_time : 0;
         c.gpu_hours = gpus * (ran / 3600.0);
+        c.gpus = gpus;
+        c.ran_s = static_cast<double>(ran);
+        c.restarted = j->restart_cnt > 0;
         if (!c.held.empty())
             out.push_back(std::move(c));
     };

@@ -187,6 +187,22 @@ struct SimOptions {
     // Call the planner at every round, also where nothing it reads changed
     // since a plan that found nothing to do (the same answer: for checking).
     bool curtail_every_tick = false;
+
+    // Preemption by QOS (doc/simulator.md, Preemption): a job whose id
+    // hashes (FNV-1a 64 of "qos:" and the id, mod 10000, / 100) below
+    // preempt_pct runs in a QOS that preempts the others
+    // (PreemptType=preempt/qos, PreemptMode=REQUEUE); 0: no preemption.
+    // Preemptors are first in the queue. When one cannot start on free
+    // GPUs, its policy chooses victims among the running jobs of the other
+    // QOS: m2g through select/m2g's session (decide() with the candidates),
+    // a baseline (and what select/m2g leaves to cons_tres) as cons_tres's
+    // _run_now() does with preempt/qos's candidate order. A victim is
+    // requeued: its work since its last checkpoint is lost, and it restarts
+    // with restart_overhead_s. Not with curtailment.
+    double preempt_pct = 0;
+    // The preemptors' --m2g-topology under m2g (the baselines place every
+    // job by their own rules).
+    std::string preemptor_topology = "strict:nvlink";
 };
 
 // The default cap_speed curve: mean iteration-time slowdown of five
@@ -226,7 +242,15 @@ struct SimJobResult {
     int caps = 0, suspends = 0, requeues = 0;
     double capped_s = 0;     // time it ran under a cap
     double suspended_s = 0;  // time it was suspended
-    double lost_gpu_s = 0;   // GPU-seconds of work lost to requeues (since the checkpoint, and restarts)
+    double lost_gpu_s = 0;   // GPU-seconds of work lost to requeues (since the checkpoint, and restarts;
+                             // a preemption's: the work since it, and the restart the next run redoes)
+    // Preemption (SimOptions::preempt_pct).
+    bool preemptor = false;  // in the preempting QOS
+    bool preempted_start = false;  // a preemptor that started by evicting others (its first start)
+    int preemptions = 0;     // times it was evicted for a preemptor
+    int victims = 0;         // a preemptor: jobs evicted for it
+    int wasted = 0;          // of which none of whose nodes it got
+    double evicted_gpu_s = 0;  // a preemptor: its victims' GPUs x the time they had run
 };
 
 // One curtailment event of the timeline, as the run saw it.
@@ -327,12 +351,37 @@ struct SimResult {
     double baseline_energy_kwh = 0;
     double baseline_energy_in_events_kwh = 0;
     double energy_shifted_kwh = 0;  // baseline_energy_in_events_kwh - energy_in_events_kwh
+    // Preemption (SimOptions::preempt_pct > 0).
+    double preempt_pct = 0;
+    int preemptors = 0;           // jobs in the preempting QOS (started)
+    int preemptor_one_domain = 0; // of those whose lower bound is one domain
+    double preemptor_containment = 1;  // share of those placed in one domain
+    double preemptor_delay_mean = 0, preemptor_delay_p95 = 0;  // their start - submit
+    int preempting_starts = 0;    // preemptors that started by evicting
+    int victims = 0;              // evictions
+    int wasted_evictions = 0;     // victims none of whose nodes the preemptor got
+    double evicted_gpu_s = 0;     // victims' GPUs x the time they had run
+    double preempt_lost_gpu_s = 0;  // their work lost: since the last checkpoint, and the restart redone
+    // m2g only: at each of its preemptions, what stock cons_tres + block
+    // would have evicted on the same state (the same running jobs, ages and
+    // free GPUs; job_test.c _run_now() on the block placer), beside what
+    // m2g evicted. Counted where both found victims; paired_block_none:
+    // preemptions where block found no way to start the job.
+    int paired_preemptions = 0, paired_block_none = 0;
+    int paired_m2g_victims = 0, paired_block_victims = 0;
+    double paired_m2g_evicted_gpu_s = 0, paired_block_evicted_gpu_s = 0;  // GPUs x time run
+    double paired_m2g_lost_gpu_s = 0, paired_block_lost_gpu_s = 0;        // work lost since checkpoints
+    int paired_block_wasted = 0;  // block victims none of whose nodes block's placement used
     double wall_s = 0;
     double sim_jobs_per_s = 0;
     std::vector<SimJobResult> job_results;  // in submit order (after the tie shuffle)
     // With record_site_power: (time, site GPU kW from then on), at every change.
     std::vector<std::pair<double, double>> site_power;
 };
+
+// Whether the job `id` runs in the preempting QOS at a preempt_pct of
+// `pct`: FNV-1a 64 of "qos:" and the id, mod 10000, / 100, below pct.
+bool sim_preemptor(std::string_view id, double pct);
 
 // Run the trace on the model. Throws Error when the options or the model
 // do not allow the policy (e.g. BlockSizes Slurm would refuse).

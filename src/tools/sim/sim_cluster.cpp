@@ -76,6 +76,13 @@ void Simulator::check_options()
     }
     if (share_sum > 100 + 1e-9)
         throw Error("--class-share: the shares add up to " + num(share_sum) + "% of jobs, more than 100");
+    if (opts.preempt_pct < 0 || opts.preempt_pct > 100 || !std::isfinite(opts.preempt_pct))
+        throw Error("--preempt-share " + num(opts.preempt_pct) +
+                    ": expected a percent of jobs, 0 (no preemption) to 100");
+    if (opts.preempt_pct > 0) {
+        JobIntent probe;
+        apply_option(probe, kw::kOptTopology, opts.preemptor_topology, 0);  // throws ParseError naming the forms
+    }
     if (opts.actuation_delay_s < 0 || !std::isfinite(opts.actuation_delay_s))
         throw Error("--actuation-delay: expected seconds, 0 or more");
     if (opts.meter_lag_s < 0 || opts.meter_lag_s > 3600 || !std::isfinite(opts.meter_lag_s))
@@ -95,6 +102,17 @@ void Simulator::check_options()
 // job_submit/m2g's decide() and AdmissionSession, as the plugins run
 // them; what select/m2g leaves to cons_tres (locality any, or a prefer
 // job's best effort that cons_tres refused) goes to the tree-nvl policy:
+// BlockSizes for block and block-seg: as asked, else what `m2g topology
+// export --format=block` writes; {0}: Slurm's default levels.
+std::vector<int> Simulator::block_sizes() const
+{
+    if (opts.block_sizes.empty())
+        return export_block_sizes(m);
+    if (opts.block_sizes.size() == 1 && opts.block_sizes[0] == 0)
+        return {};
+    return opts.block_sizes;
+}
+
 // cons_tres over topology/m2g's switches, the NVLink domains lowest.
 // The baselines place alone.
 void Simulator::choose_policy()
@@ -103,6 +121,10 @@ void Simulator::choose_policy()
     case SimPolicy::M2G:
         select = std::make_unique<PlacementSession>(SessionLog{}, 0);
         placer = make_tree_placer(m, true);
+        // Preemption: what stock block would evict on the same state, for
+        // the paired comparison (SimResult::paired_*).
+        if (opts.preempt_pct > 0)
+            block_ref = make_block_placer(m, false, block_sizes());
         break;
     case SimPolicy::Tree:
         placer = make_tree_placer(m, false);
@@ -112,10 +134,7 @@ void Simulator::choose_policy()
         break;
     case SimPolicy::Block:
     case SimPolicy::BlockSeg:
-        placer = make_block_placer(m, opts.policy == SimPolicy::BlockSeg,
-                                   opts.block_sizes.empty()                                  ? export_block_sizes(m)
-                                   : opts.block_sizes.size() == 1 && opts.block_sizes[0] == 0 ? std::vector<int>{}
-                                                                                             : opts.block_sizes);
+        placer = make_block_placer(m, opts.policy == SimPolicy::BlockSeg, block_sizes());
         break;
     case SimPolicy::FirstFit:
         placer = make_firstfit_placer(m);
@@ -237,6 +256,19 @@ void Simulator::build_jobs()
                 }
             }
         }
+        if (opts.preempt_pct > 0) {
+            // The preempting QOS: by a hash of the id, so the choice is
+            // independent of the classes, the seed and the policy.
+            if (sim_preemptor(jobs[i].id, opts.preempt_pct)) {
+                jobs[i].preemptor = true;
+                JobIntent pi = class_intent[cls_of[i]];
+                apply_option(pi, kw::kOptTopology, opts.preemptor_topology, 0);
+                auto it = std::find(class_intent.begin(), class_intent.end(), pi);
+                cls_of[i] = static_cast<int>(it - class_intent.begin());
+                if (it == class_intent.end())
+                    class_intent.push_back(pi);
+            }
+        }
         const WorkloadClass wc = class_intent[cls_of[i]].workload_class;
         jobs[i].workload_class = wc != WorkloadClass::Unset ? to_string(wc) : opts.workload_class;
         jobs[i].deferrable = is_deferrable(m.admission, class_intent[cls_of[i]]);
@@ -352,6 +384,18 @@ void Simulator::runtime_state()
     r.actuation_delay_s = curtail ? opts.actuation_delay_s : 0;
     r.meter_lag_s = curtail ? opts.meter_lag_s : 0;
     nj = curtail ? jobs.size() : 0;
+    if (curtail && opts.preempt_pct > 0)
+        throw Error("--preempt-share: the simulator does not combine preemption with curtailment "
+                    "(CurtailMode=" + std::string(to_string(ap.curtail_mode)) + " in m2g.conf); "
+                    "set CurtailMode=off or drop --preempt-share");
+    // Preemption: each job's checkpointed work, the length of its current
+    // run, the restart overhead in it, and the time its evicted runs took.
+    if (opts.preempt_pct > 0) {
+        pre_saved.assign(jobs.size(), 0.0);
+        pre_len = duration;
+        pre_overhead.assign(jobs.size(), 0.0);
+        pre_ran.assign(jobs.size(), 0.0);
+    }
     if (curtail) {
         planner_m = m;
         planner_m.admission.unused_gpu_w = 0;
@@ -412,6 +456,20 @@ const std::vector<uint8_t>& Simulator::usable_for(int per_node)
 // m2g: job j as select/m2g sees it (JobFacts): the class every job
 // carries (typed: nothing to decode), whole nodes, its run time as its
 // limit. Its prefer clock is the session's.
+}  // namespace sim
+
+bool sim_preemptor(std::string_view id, double pct)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (unsigned char c : "qos:" + std::string(id)) {
+        h ^= c;
+        h *= 1099511628211ULL;
+    }
+    return static_cast<double>(h % 10000) / 100.0 < pct;
+}
+
+namespace sim {
+
 JobFacts Simulator::facts_of(int j)
 {
     JobFacts f;

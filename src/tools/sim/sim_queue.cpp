@@ -145,6 +145,8 @@ void Simulator::run_events()
             SimJobResult& job = jobs[e.job];
             if (e.kind == kEnd && curtail && (live_pos[e.job] < 0 || e.t != job.end))
                 continue;  // stale: its end moved (cap, suspension) or it was requeued
+            if (e.kind == kEnd && !curtail && (e.t != job.end || !running.count({job.end, e.job})))
+                continue;  // stale: the job was evicted by a preemptor (and may run again)
             pass = true;
             if (e.kind == kEnd && curtail) {
                 advance(e.job, now);
@@ -162,14 +164,7 @@ void Simulator::run_events()
                     nd_rate -= job.gpus * speed[e.job];
                 last_end = std::max(last_end, now);
             } else if (e.kind == kEnd) {
-                running.erase(running.find({job.end, e.job}));
-                ++running_version;
-                for (int n : job.placed)
-                    adjust_node(n, job.gpus_per_node);
-                ++version;
-                book_power(job, -1);
-                if (!job.deferrable)
-                    nd_rate -= job.gpus;
+                release(e.job);
                 last_end = std::max(last_end, now);
             } else if (e.kind == kSubmit) {
                 if (!fits_empty(e.job, now)) {
@@ -225,6 +220,20 @@ void Simulator::run_events()
             tick_pending = true;
         }
     }
+}
+
+// Running job j (without curtailment) leaves: its GPUs and power back.
+void Simulator::release(int j)
+{
+    const SimJobResult& job = jobs[j];
+    running.erase(running.find({job.end, j}));
+    ++running_version;
+    for (int n : job.placed)
+        adjust_node(n, job.gpus_per_node);
+    ++version;
+    book_power(job, -1);
+    if (!job.deferrable)
+        nd_rate -= job.gpus;
 }
 
 // One select_p_job_test on `offer` at `now`, cons_tres's part played by
@@ -322,7 +331,7 @@ void Simulator::start_job(int j, double now)
         job.end = now + attempt_work[j];
         in_running[j] = 1;
     } else {
-        job.end = now + duration[j];
+        job.end = now + (pre_len.empty() ? duration[j] : pre_len[j]);
     }
     running.emplace(job.end, j);
     ++running_version;
@@ -386,10 +395,15 @@ bool Simulator::try_place(int j, double now)
     return false;
 }
 
+// Slurm's priority order: the preempting QOS first (its priority factor
+// outweighs age), then by submission.
 void Simulator::enqueue(int j)
 {
+    auto before = [&](int a, int b) {
+        return jobs[a].preemptor != jobs[b].preemptor ? jobs[a].preemptor : a < b;
+    };
     auto it = queue.end();
-    while (it != queue.begin() && *std::prev(it) > j)
+    while (it != queue.begin() && before(j, *std::prev(it)))
         --it;
     queue.insert(it, j);
 }
@@ -840,9 +854,14 @@ bool Simulator::backfill_one(int j, int head, double now)
 void Simulator::schedule(double now)
 {
     failed.clear();
-    // FCFS: start the head while it can start.
-    while (!queue.empty() && try_place(queue.front(), now)) {
-        start_job(queue.front(), now);
+    // FCFS: start the head while it can start; a preemptor that cannot
+    // start on free GPUs preempts if its policy finds victims (Slurm's
+    // main scheduler asks select with the preempt plugin's candidates).
+    while (!queue.empty()) {
+        const int j = queue.front();
+        if (!try_place(j, now) && !(jobs[j].preemptor && preempt_for(j, now)))
+            break;
+        start_job(j, now);
         queue.pop_front();
     }
     if (queue.empty() || free_gpus == 0)
@@ -922,6 +941,232 @@ void Simulator::schedule(double now)
             ++it;
         }
     }
+}
+
+// ---- preemption (SimOptions::preempt_pct) ------------------------------------
+
+// What Slurm's preempt plugin hands select for a preemptor: every running
+// job of the other QOS (preempt/qos, PreemptMode=REQUEUE), with the work an
+// eviction now throws away as select/m2g counts it (GPUs x time run).
+std::vector<PreemptCandidate> Simulator::preempt_candidates(double now) const
+{
+    std::vector<PreemptCandidate> out;
+    for (const auto& [end, v] : running) {
+        const SimJobResult& job = jobs[v];
+        if (job.preemptor)
+            continue;
+        PreemptCandidate c;
+        c.job_id = static_cast<uint32_t>(v);
+        c.gpu_hours = job.gpus * (now - last_start[v]) / 3600.0;
+        c.gpus = job.gpus;
+        c.ran_s = now - last_start[v];
+        c.restarted = job.preemptions > 0;
+        for (int n : job.placed)
+            c.held.emplace_back(n, job.gpus_per_node);
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+// cons_tres's answer with preemptee candidates (job_test.c _run_now(),
+// PreemptMode REQUEUE or CANCEL): the candidates in the preempt plugin's
+// order (preempt/qos: preempt.c _sort_by_prio() on preempt_qos.c
+// preempt_p_get_prio(), QOS priority then node count ascending; one QOS
+// here, and the list is job_list's, so submission order among equals) are
+// removed one by one, the job tested after each (its policy's placer, as
+// _job_test() runs the topology's node evaluation), until it fits. Twice
+// more (preempt_reorder_cnt 1, preempt_strict_order off) the list is
+// re-sorted, the job that made it fit first, then the jobs before it by how
+// many of the chosen nodes they hold (_get_usable_nodes(),
+// _sort_usable_nodes_dec()), and the search runs again; the victims are
+// the jobs up to the one that made it fit whose nodes the job uses
+// (job_overlap_and_running()). `pl`: the policy's placer; `allowed`: the
+// offer (null: every node). The job's nodes in `picked`.
+bool Simulator::stock_preempt(Placer& pl, int j, const std::vector<PreemptCandidate>& cands,
+                              std::vector<uint32_t>& victims, const std::vector<uint8_t>* allowed)
+{
+    const SimJobResult& job = jobs[j];
+    std::vector<size_t> order(cands.size());
+    for (size_t i = 0; i < order.size(); ++i)
+        order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        const int na = jobs[cands[a].job_id].nodes, nb = jobs[cands[b].job_id].nodes;
+        return na != nb ? na < nb : cands[a].job_id < cands[b].job_id;
+    });
+    const size_t nn = m.nodes.size();
+    std::vector<int> extra(nn);
+    std::vector<uint8_t> offer(nn), chosen(nn);
+    auto can_use = [&](size_t n) {
+        return node_ok[n] && (!allowed || (*allowed)[n]) && node_free[n] + extra[n] >= job.gpus_per_node;
+    };
+    size_t passes = 0, k = 0;
+    for (;;) {
+        std::fill(extra.begin(), extra.end(), 0);
+        for (size_t n = 0; n < nn; ++n)
+            offer[n] = can_use(n);
+        bool fit = false;
+        for (k = 0; k < order.size(); ++k) {
+            for (const auto& [n, g] : cands[order[k]].held) {
+                extra[n] += g;
+                offer[n] = can_use(static_cast<size_t>(n));
+            }
+            if ((fit = pl.place(job.nodes, offer, picked)))
+                break;
+        }
+        if (!fit)
+            return false;
+        if (passes++ > 1 || order.size() <= passes)
+            break;
+        std::fill(chosen.begin(), chosen.end(), 0);
+        for (int n : picked)
+            chosen[n] = 1;
+        std::vector<int> overlap(cands.size(), 0);
+        overlap[order[k]] = 99999;
+        for (size_t i = 0; i < k; ++i)
+            for (const auto& held : cands[order[i]].held)
+                overlap[order[i]] += chosen[held.first];
+        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return overlap[a] > overlap[b]; });
+    }
+    std::fill(chosen.begin(), chosen.end(), 0);
+    for (int n : picked)
+        chosen[n] = 1;
+    victims.clear();
+    for (size_t i = 0; i <= k; ++i)
+        for (const auto& held : cands[order[i]].held)
+            if (chosen[held.first]) {
+                victims.push_back(cands[order[i]].job_id);
+                break;
+            }
+    std::sort(victims.begin(), victims.end());
+    return true;
+}
+
+// Preemptor j cannot start on free GPUs: its policy's victims, evicted,
+// and its nodes in `picked`. m2g: select/m2g's session with the candidates
+// (a Narrowed plan names the victims and the nodes; what it leaves to
+// cons_tres, cons_tres's _run_now() above on the tree placer).
+bool Simulator::preempt_for(int j, double now)
+{
+    if (opts.preempt_pct <= 0)
+        return false;
+    const std::vector<PreemptCandidate> cands = preempt_candidates(now);
+    if (cands.empty())
+        return false;
+    SimJobResult& job = jobs[j];
+    std::vector<uint32_t> victims;
+    bool ok = false;
+    if (!select) {
+        ok = stock_preempt(*placer, j, cands, victims, nullptr);
+    } else {
+        // Stock block on the same state first (it writes `picked`).
+        std::vector<uint32_t> ref_victims;
+        const bool ref_ok = block_ref && stock_preempt(*block_ref, j, cands, ref_victims, nullptr);
+        std::vector<uint8_t> ref_nodes(m.nodes.size(), 0);
+        if (ref_ok)
+            for (int n : picked)
+                ref_nodes[n] = 1;
+        std::vector<uint8_t> offer(m.nodes.size());
+        int total = 0;
+        for (size_t n = 0; n < m.nodes.size(); ++n)
+            total += offer[n] = node_ok[n] && m.nodes[n].gpus >= job.gpus_per_node;
+        const JobFacts f = facts_of(j);
+        const Outcome o = select->decide(f, offer, total, [&](int n) { return node_free[n]; }, SelectMode::RunNow,
+                                         epoch(now), nullptr, &cands);
+        stock_offer = offer;
+        OfferActions act;
+        act.rule_out = [&](const std::vector<int>& nodes) {
+            for (int n : nodes)
+                stock_offer[n] = 0;
+        };
+        act.test_offer = [&] { return stock_preempt(*placer, j, cands, victims, &stock_offer); };
+        act.test_only = [&](const std::vector<int>& nodes) {
+            picked = nodes;
+            victims = o.preempt;
+            return true;
+        };
+        ok = select->apply(o, act).accepted;
+        if (ok && o.preempting)
+            select->preemption_started(f.job_id, o, epoch(now));
+        if (ok && block_ref) {
+            if (!ref_ok) {
+                ++r.paired_block_none;
+            } else {
+                ++r.paired_preemptions;
+                r.paired_m2g_victims += static_cast<int>(victims.size());
+                r.paired_block_victims += static_cast<int>(ref_victims.size());
+                for (uint32_t v : victims) {
+                    r.paired_m2g_evicted_gpu_s += jobs[v].gpus * (now - last_start[v]);
+                    r.paired_m2g_lost_gpu_s += evict_loss(static_cast<int>(v), now);
+                }
+                for (uint32_t v : ref_victims) {
+                    r.paired_block_evicted_gpu_s += jobs[v].gpus * (now - last_start[v]);
+                    r.paired_block_lost_gpu_s += evict_loss(static_cast<int>(v), now);
+                    r.paired_block_wasted += std::none_of(jobs[v].placed.begin(), jobs[v].placed.end(),
+                                                          [&](int n) { return ref_nodes[n] != 0; });
+                }
+            }
+        }
+    }
+    if (!ok)
+        return false;
+    // The victims must leave the job's GPUs free on every node it got.
+    std::vector<int> freed(m.nodes.size(), 0);
+    for (uint32_t v : victims)
+        for (int n : jobs[v].placed)
+            freed[n] += jobs[v].gpus_per_node;
+    for (int n : picked)
+        if (node_free[n] + freed[n] < job.gpus_per_node)
+            throw Error("internal: preempting for job " + job.id + " leaves node " + m.nodes[n].name +
+                        " short of GPUs");
+    std::vector<uint8_t> chosen(m.nodes.size(), 0);
+    for (int n : picked)
+        chosen[n] = 1;
+    for (uint32_t v : victims) {
+        const SimJobResult& vj = jobs[v];
+        job.evicted_gpu_s += vj.gpus * (now - last_start[v]);
+        job.wasted += std::none_of(vj.placed.begin(), vj.placed.end(), [&](int n) { return chosen[n] != 0; });
+        ++job.victims;
+        evict(static_cast<int>(v), now);
+    }
+    if (!victims.empty() && job.start < 0)
+        job.preempted_start = true;
+    failed.clear();  // the victims' other nodes are free now
+    return true;
+}
+
+// A victim is requeued (PreemptMode=REQUEUE): its work since its last
+// checkpoint is lost, its GPUs are free now, and it waits in the queue
+// again in its place by submission, to restart with restart_overhead_s.
+// What an eviction now costs: the work done since the last checkpoint
+// (its restart overhead, redone, is not work) and the restart overhead the
+// next run redoes, in GPU-seconds.
+double Simulator::evict_loss(int v, double now, double* keep_out) const
+{
+    const double ran = now - last_start[v];
+    const double done = pre_saved[v] + std::max(0.0, ran - pre_overhead[v]);
+    double keep = pre_saved[v];
+    if (opts.checkpoint_interval_s > 0)
+        keep = std::max(keep, std::floor(done / opts.checkpoint_interval_s) * opts.checkpoint_interval_s);
+    keep = std::min(keep, duration[v]);
+    if (keep_out)
+        *keep_out = keep;
+    return (std::max(0.0, done - keep) + opts.restart_overhead_s) * jobs[v].gpus;
+}
+
+void Simulator::evict(int v, double now)
+{
+    SimJobResult& job = jobs[v];
+    const double ran = now - last_start[v];
+    double keep = 0;
+    job.lost_gpu_s += evict_loss(v, now, &keep);
+    pre_ran[v] += ran;
+    pre_saved[v] = keep;
+    pre_overhead[v] = opts.restart_overhead_s;
+    pre_len[v] = opts.restart_overhead_s + (duration[v] - keep);
+    release(v);
+    job.end = -1;
+    ++job.preemptions;
+    enqueue(v);
 }
 
 }  // namespace sim

@@ -93,7 +93,9 @@ void Simulator::collect_results()
         done.push_back(&j);
         r.backfilled += j.backfilled;
         gpu_seconds += static_cast<double>(j.gpus) * duration[i];
-        r.energy_kwh += curtail ? energy_ws[i] / 3.6e6 : j.w_gpu * j.gpus * duration[i] / 3.6e6;
+        // A job a preemptor evicted ran its lost work and restarts again.
+        const double ran = pre_len.empty() ? duration[i] : pre_ran[i] + pre_len[i];
+        r.energy_kwh += curtail ? energy_ws[i] / 3.6e6 : j.w_gpu * j.gpus * ran / 3.6e6;
         std::vector<int> groups, leaves;
         for (int n : j.placed) {
             groups.push_back(m.nodes[n].domain != kNone ? m.nodes[n].domain : -1 - n);
@@ -122,6 +124,34 @@ void Simulator::collect_results()
         by_class[j.nodes <= 1 ? 0 : j.nodes <= max_group ? 1 : 2].push_back(&j);
     }
     r.jobs = static_cast<int>(done.size());
+    if (opts.preempt_pct > 0) {
+        r.preempt_pct = opts.preempt_pct;
+        std::vector<double> pd;
+        int held = 0;
+        for (const SimJobResult* j : done) {
+            r.preempt_lost_gpu_s += j->lost_gpu_s;
+            if (!j->preemptor)
+                continue;
+            ++r.preemptors;
+            pd.push_back(j->start - j->submit);
+            r.preempting_starts += j->preempted_start;
+            r.victims += j->victims;
+            r.wasted_evictions += j->wasted;
+            r.evicted_gpu_s += j->evicted_gpu_s;
+            if (j->domain_lb == 1) {
+                ++r.preemptor_one_domain;
+                held += j->domains == 1;
+            }
+        }
+        r.preemptor_containment = r.preemptor_one_domain ? static_cast<double>(held) / r.preemptor_one_domain : 1.0;
+        if (!pd.empty()) {
+            double sum = 0;
+            for (double d : pd)
+                sum += d;
+            r.preemptor_delay_mean = sum / static_cast<double>(pd.size());
+            r.preemptor_delay_p95 = percentile(pd, 0.95);
+        }
+    }
     r.containment = r.fit_one_domain ? static_cast<double>(contained) / r.fit_one_domain : 1.0;
     r.span_ratio = r.multi_domain_jobs ? span_sum / r.multi_domain_jobs : 1.0;
     r.leaf_span_ratio = leaf_jobs ? leaf_ratio_sum / leaf_jobs : 1.0;
@@ -312,6 +342,26 @@ std::string format_sim_result(const SimResult& r, bool json)
                  ",\"baseline_energy_in_events_kwh\":" + sim::num(r.baseline_energy_in_events_kwh) +
                  ",\"energy_shifted_kwh\":" + sim::num(r.energy_shifted_kwh);
         kv("curtailment", c + "}");
+        if (r.preempt_pct > 0)
+            kv("preemption",
+               "{\"share_pct\":" + sim::num(r.preempt_pct) + ",\"preemptors\":" + std::to_string(r.preemptors) +
+                   ",\"preemptor_one_domain\":" + std::to_string(r.preemptor_one_domain) +
+                   ",\"preemptor_containment\":" + sim::num(r.preemptor_containment) +
+                   ",\"preemptor_delay_mean_s\":" + sim::num(r.preemptor_delay_mean) +
+                   ",\"preemptor_delay_p95_s\":" + sim::num(r.preemptor_delay_p95) +
+                   ",\"preempting_starts\":" + std::to_string(r.preempting_starts) +
+                   ",\"victims\":" + std::to_string(r.victims) +
+                   ",\"wasted_evictions\":" + std::to_string(r.wasted_evictions) +
+                   ",\"evicted_gpu_s\":" + sim::num(r.evicted_gpu_s) + ",\"lost_gpu_s\":" +
+                   sim::num(r.preempt_lost_gpu_s) + ",\"paired\":{\"preemptions\":" +
+                   std::to_string(r.paired_preemptions) + ",\"block_none\":" + std::to_string(r.paired_block_none) +
+                   ",\"m2g_victims\":" + std::to_string(r.paired_m2g_victims) + ",\"block_victims\":" +
+                   std::to_string(r.paired_block_victims) + ",\"m2g_evicted_gpu_s\":" +
+                   sim::num(r.paired_m2g_evicted_gpu_s) + ",\"block_evicted_gpu_s\":" +
+                   sim::num(r.paired_block_evicted_gpu_s) + ",\"m2g_lost_gpu_s\":" +
+                   sim::num(r.paired_m2g_lost_gpu_s) + ",\"block_lost_gpu_s\":" +
+                   sim::num(r.paired_block_lost_gpu_s) + ",\"block_wasted\":" +
+                   std::to_string(r.paired_block_wasted) + "}}");
         kv("wall_s", sim::num(r.wall_s));
         kv("sim_jobs_per_s", sim::num(r.sim_jobs_per_s));
         return o + "}\n";
@@ -337,6 +387,27 @@ std::string format_sim_result(const SimResult& r, bool json)
              std::to_string(s.jobs) + " jobs: mean " + sim::num(s.delay_mean) + " s, p95 " + sim::num(s.delay_p95) +
                  " s, p99 " + sim::num(s.delay_p99) + " s; completion mean " + sim::num(s.completion_mean) + " s, p95 " +
                  sim::num(s.completion_p95) + " s, p99 " + sim::num(s.completion_p99) + " s");
+    }
+    if (r.preempt_pct > 0) {
+        line("preemptors", std::to_string(r.preemptors) + " jobs (" + sim::num(r.preempt_pct) +
+                               "% share): delay mean " + sim::num(r.preemptor_delay_mean) + " s, p95 " +
+                               sim::num(r.preemptor_delay_p95) + " s; containment " +
+                               sim::num(r.preemptor_containment) + " of the " +
+                               std::to_string(r.preemptor_one_domain) + " that fit one domain");
+        line("preemption", std::to_string(r.preempting_starts) + " starts by preempting, " +
+                               std::to_string(r.victims) + " jobs evicted (" + std::to_string(r.wasted_evictions) +
+                               " wasted), " + sim::num(r.evicted_gpu_s / 3600) + " GPU-h run by the victims, " +
+                               sim::num(r.preempt_lost_gpu_s / 3600) + " GPU-h of work lost since their checkpoints");
+        if (r.paired_preemptions || r.paired_block_none)
+            line("vs stock block", "on the same state at " + std::to_string(r.paired_preemptions) +
+                                       " of m2g's preemptions: m2g evicted " + std::to_string(r.paired_m2g_victims) +
+                                       " jobs, " + sim::num(r.paired_m2g_evicted_gpu_s / 3600) + " GPU-h run, " +
+                                       sim::num(r.paired_m2g_lost_gpu_s / 3600) + " GPU-h lost; block would evict " +
+                                       std::to_string(r.paired_block_victims) + " jobs (" +
+                                       std::to_string(r.paired_block_wasted) + " wasted), " +
+                                       sim::num(r.paired_block_evicted_gpu_s / 3600) + " GPU-h run, " +
+                                       sim::num(r.paired_block_lost_gpu_s / 3600) + " GPU-h lost; block found none at " +
+                                       std::to_string(r.paired_block_none));
     }
     if (r.unusable_nodes)
         line("unusable nodes", std::to_string(r.unusable_nodes) + " (down or degraded in the timeline)");

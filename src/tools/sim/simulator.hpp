@@ -76,6 +76,7 @@ class Simulator {
     // ---- set-up (sim_cluster.cpp) -------------------------------------------
     void check_options();
     void choose_policy();
+    std::vector<int> block_sizes() const;
     void watch_budgets();
     void build_jobs();
     void scale_load();
@@ -108,6 +109,7 @@ class Simulator {
                       SelectMode mode, double now);
     bool fits_empty(int index, double now);
     void adjust_node(int n, int delta_gpus);
+    void release(int j);
     void start_job(int j, double now);
     bool try_place(int j, double now);
     void enqueue(int j);
@@ -124,6 +126,15 @@ class Simulator {
     bool reserved_free_at(int head, double t);
     bool try_place_outside(int j, double now);
     void schedule(double now);
+    // Preemption (SimOptions::preempt_pct).
+    std::vector<PreemptCandidate> preempt_candidates(double now) const;
+    bool stock_preempt(Placer& pl, int j, const std::vector<PreemptCandidate>& cands,
+                       std::vector<uint32_t>& victims, const std::vector<uint8_t>* allowed);
+    // Work job v loses if evicted now (GPU-s: since its last checkpoint,
+    // and the restart overhead it redoes), and the work it keeps.
+    double evict_loss(int v, double now, double* keep = nullptr) const;
+    bool preempt_for(int j, double now);
+    void evict(int victim, double now);
 
     // ---- the feed, admission, curtailment, budgets (sim_power.cpp) -----------
     const Signals& timeline_at(double now);
@@ -169,6 +180,7 @@ class Simulator {
     // baseline) is a Placer.
     std::unique_ptr<Placer> placer;
     std::unique_ptr<PlacementSession> select;
+    std::unique_ptr<Placer> block_ref;  // m2g with preemption: stock block, for the paired comparison
     int64_t prefer_wait_s = 0;
     double prefer_wait = 0;
 
@@ -179,6 +191,10 @@ class Simulator {
     bool admission_on = false;  // job_submit/m2g decides (Admission=enforce or monitor)
 
     std::vector<int> cls_of;        // each job's class (index into class_intent)
+    // Preemption: per job, its checkpointed work, the length of its current
+    // run (pre_len; duration until its first eviction), the restart
+    // overhead in that, and the seconds its evicted runs took.
+    std::vector<double> pre_saved, pre_len, pre_overhead, pre_ran;
     std::vector<std::vector<int>> pinned;  // running from its submit on these nodes (TraceJob::running_on)
     std::vector<double> duration;   // each job's run time
     double first_submit = 0;

@@ -132,7 +132,7 @@ TEST(ConfigErrors, UnknownKeyNamesLineAndAcceptedKeys)
               "PrivilegedAccounts, PrivilegedGroups, PrivilegedTags, PrivilegedClasses, CurtailMode, CapFloorW, "
               "IdlePowerPerGpuW, CurtailMarginPct, CheckpointGraceSec, CurtailIntervalSec, CurtailLeadSec, CurtailStartWaitSec, NodeAgentURL, "
               "NodeAgentTokenFile, "
-              "DefaultPricePerGpuHour");
+              "DefaultPricePerGpuHour, PreemptCheckpointSec, PreemptRestartSec");
 }
 
 TEST(ConfigErrors, DuplicateNode)
@@ -541,4 +541,18 @@ TEST_F(ConfPath, GivenThenM2gConfThenBesideSlurmConfThenEtcSlurm)
     EXPECT_EQ(resolve_conf_path("given.conf"), "given.conf");
     // The plugins' rule gives the same file from Slurm's own path.
     EXPECT_EQ(conf_path("/etc/slurm/m2g.conf"), "/tmp/trial.conf");
+}
+
+TEST(Config, PreemptionCostKeys)
+{
+    const Model d = build("NodeName=n1\n");
+    EXPECT_EQ(d.policy.preempt_checkpoint_sec, 0);
+    EXPECT_EQ(d.policy.preempt_restart_sec, 0);
+    const Model m = build("PreemptCheckpointSec=1800\nPreemptRestartSec=300\nNodeName=n1\n");
+    EXPECT_EQ(m.policy.preempt_checkpoint_sec, 1800);
+    EXPECT_EQ(m.policy.preempt_restart_sec, 300);
+    EXPECT_NE(error_of("PreemptCheckpointSec=-5\nNodeName=n1\n").find("m2g.conf:1: PreemptCheckpointSec=-5"),
+              std::string::npos);
+    EXPECT_NE(error_of("PreemptRestartSec=soon\nNodeName=n1\n").find("m2g.conf:1: PreemptRestartSec=soon"),
+              std::string::npos);
 }

@@ -953,6 +953,49 @@ TEST_F(Session, NodeWeightsChooseTheDomainAndNodesAsTopologyBlockDoes)
     EXPECT_EQ(o.nodes, (std::vector<int>{0}));
 }
 
+// With PreemptCheckpointSec= the work a victim loses is the time since its
+// last checkpoint (plus PreemptRestartSec= it redoes), not all it ran: a
+// job 10 h old that checkpoints hourly loses less than a 40-minute-old one.
+TEST_F(Session, PreemptionCountsTheWorkSinceTheVictimsLastCheckpoint)
+{
+    auto cand = [](uint32_t id, int node, double ran_s) {
+        PreemptCandidate c;
+        c.job_id = id;
+        c.gpus = 4;
+        c.ran_s = ran_s;
+        c.gpu_hours = 4 * ran_s / 3600;
+        c.held = {{node, 4}};
+        return c;
+    };
+    // One free node per domain; the busy one: d1 10 h 5 min, d2 40 min,
+    // d3 3 h 50 min, d4 2 h 30 min.
+    const std::vector<PreemptCandidate> victims{cand(11, 1, 36300), cand(12, 3, 2400), cand(13, 5, 13800),
+                                                cand(14, 7, 9000)};
+    auto plan = [&] {
+        free_ = {4, 0, 4, 0, 4, 0, 4, 0};
+        return session_.decide(job("strict:nvlink", 2), offered_, 8, [this](int mi) { return free_.at(mi); },
+                               SelectMode::RunNow, now_, nullptr, &victims);
+    };
+    load();
+    Outcome o = plan();  // without checkpoints: the youngest, job 12
+    EXPECT_EQ(o.preempt, (std::vector<uint32_t>{12}));
+    EXPECT_DOUBLE_EQ(o.preempt_gpu_hours, 4 * 2400 / 3600.0);
+    load("PreemptCheckpointSec=3600\n");
+    o = plan();  // since the last checkpoint: 5, 40, 50 and 30 min: job 11
+    EXPECT_EQ(o.preempt, (std::vector<uint32_t>{11}));
+    EXPECT_DOUBLE_EQ(o.preempt_gpu_hours, 4 * 300 / 3600.0);
+    load("PreemptCheckpointSec=3600\nPreemptRestartSec=600\n");
+    o = plan();
+    EXPECT_EQ(o.preempt, (std::vector<uint32_t>{11}));
+    EXPECT_DOUBLE_EQ(o.preempt_gpu_hours, 4 * 900 / 3600.0);
+    EXPECT_DOUBLE_EQ(preempt_loss_gpu_hours(8, 5400, 1800, 300), 8 * 300 / 3600.0);
+    EXPECT_DOUBLE_EQ(preempt_loss_gpu_hours(8, 5400, 0, 0), 12.0);
+    EXPECT_DOUBLE_EQ(preempt_loss_gpu_hours(0, 5400, 0, 0), 0.0);
+    // A restarted job redid 300 s first: its checkpoints came at 2100 and 3900 s.
+    EXPECT_DOUBLE_EQ(preempt_loss_gpu_hours(8, 5400, 1800, 300, true), 8 * (1500 + 300) / 3600.0);
+    EXPECT_DOUBLE_EQ(preempt_loss_gpu_hours(8, 200, 1800, 300, true), 8 * 300 / 3600.0);
+}
+
 // Preemption through decide(): a strict job that finds no free domain is
 // narrowed to the domain whose preemption loses the least work, names its
 // victims, and writes them into the AdminComment; without candidates it

@@ -964,3 +964,109 @@ TEST(SimBackfill, TimeLimitsFromTheTrace)
     }
     EXPECT_DOUBLE_EQ(read_trace(kDir + "tiny.swf").jobs[0].limit, 100);
 }
+
+namespace {
+
+// An id with the prefix that is (or is not) in the preempting QOS at 50%.
+std::string qos_id(const std::string& prefix, bool preemptor)
+{
+    for (int i = 0;; ++i)
+        if (sim_preemptor(prefix + std::to_string(i), 50) == preemptor)
+            return prefix + std::to_string(i);
+}
+
+}  // namespace
+
+// Four 2-node jobs fill tiny.conf's four NVLink domains, started 100 s
+// apart; at t=1000 a 2-node preemptor arrives. Stock cons_tres removes the
+// candidates in preempt/qos's order (node count, then submission) until the
+// job fits: the oldest, which has run longest (8 GPUs x 1000 s). select/m2g
+// clears the domain whose eviction loses least: the youngest (8 x 700 s).
+// Either way the preemptor starts at once in one domain, the victim's nodes
+// all its own, and the victim is requeued: with 1800 s checkpoints it loses
+// everything it ran and the 300 s of restart overhead it redoes when it
+// starts again, as the preemptor ends.
+TEST(SimPreempt, M2GClearsTheDomainThatLosesLeastStockTheFirstInPluginOrder)
+{
+    const std::string w = qos_id("w", false), x = qos_id("x", false), y = qos_id("y", false),
+                      z = qos_id("z", false), p = qos_id("p", true);
+    const Trace t = trace_of({{w, 0, 5000, 8}, {x, 100, 5000, 8}, {y, 200, 5000, 8}, {z, 300, 5000, 8},
+                              {p, 1000, 1000, 8}});
+    for (SimPolicy pol : {SimPolicy::Block, SimPolicy::M2G}) {
+        SCOPED_TRACE(to_string(pol));
+        SimOptions o;
+        o.policy = pol;
+        o.preempt_pct = 50;
+        const SimResult r = simulate(tiny(), t, o);
+        const std::string victim = pol == SimPolicy::M2G ? z : w;
+        const double age = pol == SimPolicy::M2G ? 700 : 1000;
+        EXPECT_EQ(job(r, p).start, 1000);
+        EXPECT_TRUE(job(r, p).preemptor);
+        EXPECT_TRUE(job(r, p).preempted_start);
+        EXPECT_EQ(job(r, p).domains, 1);
+        EXPECT_EQ(job(r, p).victims, 1);
+        EXPECT_EQ(job(r, p).wasted, 0);
+        EXPECT_DOUBLE_EQ(job(r, p).evicted_gpu_s, 8 * age);
+        EXPECT_EQ(job(r, victim).preemptions, 1);
+        EXPECT_EQ(job(r, p).placed, job(r, victim).placed);  // the victim's domain
+        EXPECT_DOUBLE_EQ(job(r, victim).lost_gpu_s, 8 * (age + 300));  // and the restart it redoes
+        // Restarted at 2000 when the preemptor ended: 300 s overhead + all 5000 s again.
+        EXPECT_DOUBLE_EQ(job(r, victim).end, 2000 + 300 + 5000);
+        for (const std::string& other : {w, x, y, z})
+            if (other != victim) {
+                EXPECT_EQ(job(r, other).preemptions, 0);
+                EXPECT_EQ(job(r, other).end, job(r, other).start + 5000);
+            }
+        EXPECT_EQ(r.preemptors, 1);
+        EXPECT_EQ(r.preempting_starts, 1);
+        EXPECT_EQ(r.victims, 1);
+        EXPECT_EQ(r.wasted_evictions, 0);
+        EXPECT_DOUBLE_EQ(r.preemptor_containment, 1.0);
+        EXPECT_DOUBLE_EQ(r.evicted_gpu_s, 8 * age);
+        EXPECT_DOUBLE_EQ(r.preempt_lost_gpu_s, 8 * (age + 300));
+    }
+}
+
+// A checkpoint keeps the work before it: a victim that ran 2000 s with
+// 1800 s checkpoints loses 200 s and the 300 s of restart it redoes, and
+// runs 300 + 3200 s when it starts again. Preemptors queue ahead of the others,
+// never preempt each other, and with preemption off nothing is evicted.
+TEST(SimPreempt, CheckpointsLimitTheLossAndPreemptorsQueueFirst)
+{
+    const std::string v = qos_id("v", false), q = qos_id("q", false), p1 = qos_id("p", true);
+    std::string p2 = qos_id("pp", true);
+    // The whole cluster (8 nodes) for v from 0; p1 (8 nodes) at 2000
+    // evicts it; q (1 node) at 2100 and p2 (8 nodes) at 2200 both wait for
+    // p1, p2 first although q was submitted before it; then v, back in its
+    // place by submission (before q), from 3500 to 3500 + 300 + 3200.
+    const Trace t = trace_of({{v, 0, 5000, 32}, {p1, 2000, 1000, 32}, {q, 2100, 100, 4}, {p2, 2200, 500, 32}});
+    SimOptions o;
+    o.policy = SimPolicy::M2G;
+    o.preempt_pct = 50;
+    const SimResult r = simulate(tiny(), t, o);
+    EXPECT_EQ(job(r, p1).start, 2000);
+    EXPECT_DOUBLE_EQ(job(r, v).lost_gpu_s, 32 * (200.0 + 300));
+    EXPECT_EQ(job(r, p2).start, 3000);  // after p1, not by preempting it
+    EXPECT_FALSE(job(r, p2).preempted_start);
+    EXPECT_EQ(job(r, v).end, 3500 + 300 + 3200);
+    EXPECT_EQ(job(r, q).start, 7000);
+    EXPECT_EQ(job(r, v).preemptions, 1);
+    EXPECT_EQ(r.preempting_starts, 1);
+
+    o.preempt_pct = 0;
+    const SimResult off = simulate(tiny(), t, o);
+    EXPECT_EQ(off.victims, 0);
+    EXPECT_EQ(job(off, p1).start, 5000);
+    EXPECT_EQ(job(off, v).end, 5000);
+}
+
+TEST(SimPreempt, BadOptionsSayWhatIsAccepted)
+{
+    const Trace t = trace_of({{"a", 0, 10, 4}});
+    SimOptions o;
+    o.preempt_pct = 120;
+    EXPECT_THROW(simulate(tiny(), t, o), Error);
+    o.preempt_pct = 10;
+    o.preemptor_topology = "tight";
+    EXPECT_THROW(simulate(tiny(), t, o), ParseError);
+}
