@@ -746,7 +746,11 @@ def preempt_study(run, a, clusters, rev):
           "the time to free a domain is 0 here; the testbed page measures it",
           "- *GPU-h run*: the victims' GPUs x the time they had run when evicted; *GPU-h lost*: the work that "
           "eviction threw away (since the last checkpoint, plus the restart overhead); a *wasted* eviction is "
-          "a victim none of whose nodes the preemptor got", ""]
+          "a victim none of whose nodes the preemptor got; *victims per start* and the GPU-h columns are per "
+          "preemptor that started by preempting, each run its own (the runs drift apart: the paired table below "
+          "compares the two choices on one state)",
+          "- utilisation counts the work victims redo, so a policy that throws more work away can show a higher "
+          "utilisation; the preemptors' wait is 0 wherever their QOS always finds victims at once", ""]
     md += ["| checkpoints | what the jobs do |", "|---|---|"]
     for ck, what, _, ck_conf in PREEMPT_CKPT:
         md.append("| %s | %s%s |" % (ck, what, "; m2g.conf says `%s`" % ck_conf.strip().replace("\n", "`, `")
