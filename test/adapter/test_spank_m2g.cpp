@@ -10,293 +10,17 @@
 // directory that the parent removes afterwards. Output is TAP, one line per
 // case; a failing child's CMocka report becomes the case's "# " diagnostics.
 //
-// Two cases pin defects found while writing these tests and since fixed:
-// a long OTEL_RESOURCE_ATTRIBUTES was replaced instead of extended, and a
-// malformed SPANK_M2G_* entry failed the epilog before it cleaned up.
-#include <ftw.h>
-#include <signal.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstddef>
+// One case pins a defect found while writing these tests and since fixed:
+// a long OTEL_RESOURCE_ATTRIBUTES was replaced instead of extended.
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <ctime>
-#include <fstream>
-#include <optional>
-#include <setjmp.h>
-#include <sstream>
 #include <string>
-#include <utility>
-#include <vector>
 
-extern "C" {
-#include <cmocka.h>
-}
-
-#include "spank_fakes.hpp"
+#include "spank_harness.hpp"
 #include "core/base/error.hpp"
 #include "core/job/intent.hpp"
 
-extern char** environ;
-
 namespace {
-
-// ---------------------------------------------------------------------------
-// One process per case.
-
-std::string g_scratch;  // the case's empty scratch directory (child only)
-
-int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
-
-std::string read_all_fd(int fd)
-{
-    std::string out;
-    char buf[4096];
-    for (;;) {
-        const ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n > 0)
-            out.append(buf, static_cast<size_t>(n));
-        else if (n == 0 || errno != EINTR)
-            break;
-    }
-    return out;
-}
-
-// Runs `body` in a child process; true when it passed, else its report is
-// printed as TAP diagnostics. Every object here is destroyed on return, so
-// the caller's fail() (a longjmp) leaks nothing into later cases' children,
-// whose leak check at exit would otherwise report it.
-bool run_case(CMUnitTestFunction body)
-{
-    const char* tmp = std::getenv("TMPDIR");
-    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/m2g-spank-test.XXXXXX";
-    if (!::mkdtemp(&templ[0]))
-        fail_msg("mkdtemp %s: %s", templ.c_str(), std::strerror(errno));
-    int fds[2];
-    if (::pipe(fds) != 0)
-        fail_msg("pipe: %s", std::strerror(errno));
-    std::fflush(stdout);
-    std::fflush(stderr);
-    const pid_t pid = ::fork();
-    if (pid < 0)
-        fail_msg("fork: %s", std::strerror(errno));
-    if (pid == 0) {
-        ::close(fds[0]);
-        ::dup2(fds[1], STDOUT_FILENO);
-        ::dup2(fds[1], STDERR_FILENO);
-        ::close(fds[1]);
-        ::alarm(60);
-        g_scratch = templ;
-        cmocka_set_message_output(CM_OUTPUT_STDOUT);
-        const CMUnitTest one[] = {{"case", body, nullptr, nullptr, nullptr}};
-        const int failed = _cmocka_run_group_tests("case", one, 1, nullptr, nullptr);
-        std::fflush(stdout);
-        std::fflush(stderr);
-        std::exit(failed ? 1 : 0);  // exit, not _exit: sanitizers check for leaks at exit
-    }
-    ::close(fds[1]);
-    const std::string output = read_all_fd(fds[0]);
-    ::close(fds[0]);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    ::nftw(templ.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        return true;
-    // The child's report as TAP diagnostics: "# " lines on stdout (CMocka
-    // 1.1.5 sends fail_msg() text to stderr, which the TAP driver only
-    // copies to the log), then fail the case.
-    const std::string why = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
-                                                : "exit status " + std::to_string(WEXITSTATUS(status));
-    std::printf("# case process failed (%s):\n", why.c_str());
-    std::istringstream lines(output);
-    for (std::string line; std::getline(lines, line);)
-        std::printf("#   %s\n", line.c_str());
-    std::fflush(stdout);
-    return false;
-}
-
-void run_isolated(CMUnitTestFunction body)
-{
-    if (!run_case(body))
-        fail();
-}
-
-template <void (*Body)(void**)>
-void isolated(void**)
-{
-    run_isolated(Body);
-}
-
-#define CASE(f) CMUnitTest{#f, isolated<f>, nullptr, nullptr, nullptr}
-
-// ---------------------------------------------------------------------------
-// Checks that show what the plugin logged when they fail.
-
-// (stderr is the pipe to the parent; CMocka's print_error would cut long
-// lines at 1024 bytes.)
-#define FAIL_WITH(...)                                                                  \
-    do {                                                                               \
-        std::fprintf(stderr, __VA_ARGS__);                                             \
-        std::fprintf(stderr, "\n%s", fake::transcript().c_str());                      \
-        std::fflush(stderr);                                                           \
-        _fail(__FILE__, __LINE__);                                                     \
-    } while (0)
-
-#define EXPECT_RC(expr, want)                                                          \
-    do {                                                                               \
-        const int rc_ = (expr);                                                        \
-        if (rc_ != (want))                                                             \
-            FAIL_WITH("%s returned %d, expected %d", #expr, rc_, (want));              \
-    } while (0)
-
-// `got` (an optional string) holds `want`, or is empty when want is nullptr.
-// `want` copied at once: a caller's `(a + b).c_str()` dies with the full
-// expression (ASan found one such use after free).
-std::optional<std::string> opt_of(const char* s)
-{
-    return s ? std::optional<std::string>(s) : std::nullopt;
-}
-
-#define EXPECT_OPT(got, want)                                                          \
-    do {                                                                               \
-        const std::optional<std::string> got_ = (got);                                 \
-        const std::optional<std::string> want_ = opt_of(want);                         \
-        if (want_ ? !got_ || *got_ != *want_ : got_.has_value())                       \
-            FAIL_WITH("%s is %s%s%s, expected %s%s%s", #got, got_ ? "'" : "",          \
-                      got_ ? got_->c_str() : "absent", got_ ? "'" : "", want_ ? "'" : "", \
-                      want_ ? want_->c_str() : "absent", want_ ? "'" : "");            \
-    } while (0)
-
-#define EXPECT_STR(got, want)                                                          \
-    do {                                                                               \
-        const std::string got_ = (got), want_ = (want);                                \
-        if (got_ != want_)                                                             \
-            FAIL_WITH("%s is\n  '%s'\nexpected\n  '%s'", #got, got_.c_str(), want_.c_str()); \
-    } while (0)
-
-#define EXPECT_NO_MESSAGES()                                                           \
-    do {                                                                               \
-        if (!fake::state().errors.empty() || !fake::state().infos.empty())             \
-            FAIL_WITH("expected no slurm_error or slurm_info");                        \
-    } while (0)
-
-// Exactly one slurm_error, equal to `want`.
-#define EXPECT_ERROR(want)                                                             \
-    do {                                                                               \
-        const std::string want_e_ = (want);                                            \
-        const auto& errs_ = fake::state().errors;                                      \
-        if (errs_.size() != 1 || errs_[0] != want_e_)                                  \
-            FAIL_WITH("expected exactly one slurm_error:\n  '%s'", want_e_.c_str());   \
-    } while (0)
-
-// Exactly one slurm_error, containing every one of the fragments.
-#define EXPECT_ERROR_HAS(...)                                                          \
-    do {                                                                               \
-        const auto& errs_ = fake::state().errors;                                      \
-        if (errs_.size() != 1)                                                         \
-            FAIL_WITH("expected exactly one slurm_error");                             \
-        for (const char* frag_ : {__VA_ARGS__})                                        \
-            if (errs_[0].find(frag_) == std::string::npos)                             \
-                FAIL_WITH("the slurm_error does not contain '%s'", frag_);             \
-    } while (0)
-
-using EnvList = std::vector<std::pair<std::string, std::string>>;
-
-std::string show(const EnvList& l)
-{
-    std::string out;
-    for (const auto& [k, v] : l)
-        out += "  " + k + "=" + v + "\n";
-    return out.empty() ? "  (none)\n" : out;
-}
-
-EnvList job_control_list()
-{
-    EnvList out;
-    for (const fake::EnvSet& e : fake::state().job_control_env)
-        out.emplace_back(e.name, e.value);
-    return out;
-}
-
-EnvList setenv_list()
-{
-    EnvList out;
-    for (const fake::EnvSet& e : fake::state().setenv_calls)
-        out.emplace_back(e.name, e.value);
-    return out;
-}
-
-#define EXPECT_ENV_LIST(got, ...)                                                      \
-    do {                                                                               \
-        const EnvList got_l_ = (got), want_l_ = EnvList{__VA_ARGS__};                  \
-        if (got_l_ != want_l_)                                                         \
-            FAIL_WITH("%s is\n%sexpected\n%s", #got, show(got_l_).c_str(), show(want_l_).c_str()); \
-    } while (0)
-
-// ---------------------------------------------------------------------------
-// Driving the plugin as Slurm would.
-
-const char* const kPrefixes[] = {"M2G_", "SPANK_M2G_", "SLURM_SPANK_M2G_"};
-const char* const kSlurmVars[] = {"SLURM_JOB_ID", "SLURM_JOB_GPUS", "SLURMD_NODENAME", "OTEL_RESOURCE_ATTRIBUTES"};
-
-// This process's environment without anything the plugin reads.
-void clean_env()
-{
-    std::vector<std::string> names;
-    for (char** e = environ; e && *e; ++e) {
-        const std::string entry(*e);
-        const std::string name = entry.substr(0, entry.find('='));
-        for (const char* p : kPrefixes)
-            if (name.rfind(p, 0) == 0)
-                names.push_back(name);
-    }
-    for (const char* v : kSlurmVars)
-        names.emplace_back(v);
-    for (const std::string& n : names)
-        ::unsetenv(n.c_str());
-}
-
-void start(spank_context_t ctx)
-{
-    fake::reset();
-    clean_env();
-    fake::state().context = ctx;
-}
-
-struct Argv {
-    std::vector<std::string> args;
-    std::vector<char*> ptrs;
-    explicit Argv(std::vector<std::string> a) : args(std::move(a))
-    {
-        for (std::string& s : args)
-            ptrs.push_back(&s[0]);
-        ptrs.push_back(nullptr);
-    }
-    int argc() const { return static_cast<int>(args.size()); }
-    char** argv() { return ptrs.data(); }
-};
-
-int call_init(std::vector<std::string> args = {})
-{
-    Argv a(std::move(args));
-    fake::state().phase_init = true;
-    const int rc = slurm_spank_init(fake::handle(), a.argc(), a.argv());
-    fake::state().phase_init = false;
-    return rc;
-}
-
-int call(spank_f* fn, std::vector<std::string> args = {})
-{
-    Argv a(std::move(args));
-    return fn(fake::handle(), a.argc(), a.argv());
-}
 
 // The core's message for --option=value (the adapter must pass it on as is).
 std::string core_message(const char* option, const char* value)
@@ -320,54 +44,6 @@ std::string core_message(const char* option, const char* value)
         EXPECT_ERROR_HAS("m2g: --" option "=" bad ": ");                               \
         fake::state().errors.clear();                                                  \
     } while (0)
-
-std::optional<std::string> read_file(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return std::nullopt;
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-void write_file(const std::string& path, const std::string& text)
-{
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out)
-        fail_msg("cannot write %s", path.c_str());
-}
-
-void make_dir(const std::string& path)
-{
-    if (::mkdir(path.c_str(), 0755) != 0)
-        fail_msg("mkdir %s: %s", path.c_str(), std::strerror(errno));
-}
-
-void make_symlink(const std::string& target, const std::string& path)
-{
-    if (::symlink(target.c_str(), path.c_str()) != 0)
-        fail_msg("symlink %s: %s", path.c_str(), std::strerror(errno));
-}
-
-bool exists(const std::string& path)
-{
-    struct stat st;
-    return ::lstat(path.c_str(), &st) == 0;
-}
-
-bool is_symlink(const std::string& path)
-{
-    struct stat st;
-    return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
-}
-
-void set_env(const char* name, const char* value)
-{
-    if (::setenv(name, value, 1) != 0)
-        fail_msg("setenv %s", name);
-}
 
 const char* const kCatalog =
     "# test catalog\n"
@@ -441,6 +117,17 @@ void test_registers_nothing_in_slurmd_context(void**)
     EXPECT_RC(call_init({"recipes=/etc/slurm/m2g-recipes.conf"}), 0);
     assert_int_equal(fake::state().option_register_calls, 0);
     EXPECT_NO_MESSAGES();
+}
+
+// The job mapping moved to spank_m2g_jobmap.so: a plugstack.conf line that
+// still gives spank_m2g.so its directories is told so when slurmd starts.
+void test_slurmd_says_where_the_job_mapping_went(void**)
+{
+    start(S_CTX_SLURMD);
+    EXPECT_RC(call_init({"dcgm_dir=/run/dcgm/%n", "textfile_dir=/var/lib/node-exporter"}), 0);
+    assert_int_equal(fake::state().option_register_calls, 0);
+    EXPECT_ERROR_HAS("m2g: dcgm_dir= and textfile_dir= are spank_m2g_jobmap.so's arguments: spank_m2g.so ignores "
+                     "them", "required spank_m2g_jobmap.so dcgm_dir=... textfile_dir=...");
 }
 
 void test_registers_nothing_in_job_script_context(void**)
@@ -941,216 +628,6 @@ void test_user_init_extends_long_otel(void**)
     EXPECT_OPT(fake::task_env("OTEL_RESOURCE_ATTRIBUTES"), (existing + ",slurm.job.id=8").c_str());
 }
 
-// ---------------------------------------------------------------------------
-// Prolog and epilog (job script context, root): dcgm-exporter mapping files
-// and the node_exporter textfile.
-
-struct ScriptSetup {
-    std::string dcgm_root, text_root;  // <scratch>/dcgm, <scratch>/text
-    std::string dcgm, text;            // .../node01
-    std::vector<std::string> args;
-};
-
-ScriptSetup script_setup(uint32_t job_id, const char* gpus, bool dcgm = true, bool textfile = true)
-{
-    start(S_CTX_JOB_SCRIPT);
-    ScriptSetup s;
-    s.dcgm_root = g_scratch + "/dcgm";
-    s.text_root = g_scratch + "/text";
-    s.dcgm = s.dcgm_root + "/node01";
-    s.text = s.text_root + "/node01";
-    make_dir(s.dcgm_root);
-    make_dir(s.text_root);
-    if (dcgm)
-        s.args.push_back("dcgm_dir=" + s.dcgm_root + "/%n");
-    if (textfile)
-        s.args.push_back("textfile_dir=" + s.text_root + "/%n");
-    fake::state().job_id = job_id;
-    set_env("SLURMD_NODENAME", "node01");
-    if (gpus)
-        set_env("SLURM_JOB_GPUS", gpus);
-    set_env("SPANK_M2G_CLASS", "training");
-    set_env("SPANK_M2G_TAGS", "tenant=acme,project=x");
-    return s;
-}
-
-void test_prolog_epilog_dcgm_and_textfile(void**)
-{
-    ScriptSetup s = script_setup(77, "0,2");
-    EXPECT_RC(call(slurm_spank_job_prolog, s.args), 0);
-    EXPECT_NO_MESSAGES();
-    EXPECT_OPT(read_file(s.dcgm + "/0"), "77\n");
-    EXPECT_OPT(read_file(s.dcgm + "/2"), "77\n");
-    assert_false(exists(s.dcgm + "/1"));
-    EXPECT_OPT(read_file(s.text + "/m2g_job_77.prom"),
-               "# HELP m2g_job_info A Slurm job running on this node, with its m2g class and tags.\n"
-               "# TYPE m2g_job_info gauge\n"
-               "m2g_job_info{job_id=\"77\",node=\"node01\",class=\"training\",recipe=\"\",tenant=\"acme\","
-               "project=\"x\",model=\"\"} 1\n");
-    assert_false(exists(s.text + "/m2g_job_77.prom.tmp"));
-
-    EXPECT_RC(call(slurm_spank_job_epilog, s.args), 0);
-    EXPECT_NO_MESSAGES();
-    assert_false(exists(s.dcgm + "/0"));
-    assert_false(exists(s.dcgm + "/2"));
-    assert_false(exists(s.text + "/m2g_job_77.prom"));
-}
-
-void test_prolog_gpu_range_and_job_id_from_environment(void**)
-{
-    ScriptSetup s = script_setup(0, "1-3", true, false);
-    fake::state().job_id.reset();  // S_JOB_ID not available: SLURM_JOB_ID
-    set_env("SLURM_JOB_ID", "501");
-    EXPECT_RC(call(slurm_spank_job_prolog, s.args), 0);
-    EXPECT_NO_MESSAGES();
-    assert_false(exists(s.dcgm + "/0"));
-    for (const char* g : {"/1", "/2", "/3"})
-        EXPECT_OPT(read_file(s.dcgm + g), "501\n");
-    assert_false(exists(s.text));
-}
-
-void test_prolog_shared_gpu_keeps_other_jobs(void**)
-{
-    ScriptSetup s = script_setup(77, "0,2");
-    EXPECT_RC(call(slurm_spank_job_prolog, s.args), 0);
-    fake::state().job_id = 78;
-    set_env("SLURM_JOB_GPUS", "0,1");
-    EXPECT_RC(call(slurm_spank_job_prolog, s.args), 0);
-    EXPECT_OPT(read_file(s.dcgm + "/0"), "77\n78\n");
-    EXPECT_OPT(read_file(s.dcgm + "/1"), "78\n");
-    EXPECT_OPT(read_file(s.dcgm + "/2"), "77\n");
-
-    fake::state().job_id = 77;
-    set_env("SLURM_JOB_GPUS", "0,2");
-    EXPECT_RC(call(slurm_spank_job_epilog, s.args), 0);
-    EXPECT_NO_MESSAGES();
-    EXPECT_OPT(read_file(s.dcgm + "/0"), "78\n");
-    EXPECT_OPT(read_file(s.dcgm + "/1"), "78\n");
-    assert_false(exists(s.dcgm + "/2"));
-    assert_false(exists(s.text + "/m2g_job_77.prom"));
-    assert_true(exists(s.text + "/m2g_job_78.prom"));
-}
-
-void test_prolog_without_gpus_writes_textfile_only(void**)
-{
-    ScriptSetup s = script_setup(60, nullptr);
-    EXPECT_RC(call(slurm_spank_job_prolog, s.args), 0);
-    EXPECT_NO_MESSAGES();
-    assert_false(exists(s.dcgm));
-    assert_true(exists(s.text + "/m2g_job_60.prom"));
-}
-
-void test_prolog_refuses_symlinked_gpu_file(void**)
-{
-    ScriptSetup s = script_setup(77, "0", true, false);
-    make_dir(s.dcgm);
-    const std::string victim = g_scratch + "/victim";
-    write_file(victim, "keep\n");
-    make_symlink(victim, s.dcgm + "/0");
-    EXPECT_RC(call(slurm_spank_job_prolog, s.args), -1);
-    EXPECT_ERROR("m2g: prolog: cannot open " + s.dcgm + "/0: " + std::strerror(ELOOP));
-    EXPECT_OPT(read_file(victim), "keep\n");
-    assert_true(is_symlink(s.dcgm + "/0"));
-
-    // A dangling link: the target is not created either.
-    fake::state().errors.clear();
-    const std::string planted = g_scratch + "/planted";
-    make_symlink(planted, s.dcgm + "/1");
-    set_env("SLURM_JOB_GPUS", "1");
-    EXPECT_RC(call(slurm_spank_job_prolog, s.args), -1);
-    EXPECT_ERROR("m2g: prolog: cannot open " + s.dcgm + "/1: " + std::strerror(ELOOP));
-    assert_false(exists(planted));
-}
-
-void test_epilog_refuses_symlinked_gpu_file(void**)
-{
-    ScriptSetup s = script_setup(77, "0", true, false);
-    make_dir(s.dcgm);
-    const std::string victim = g_scratch + "/victim";
-    write_file(victim, "77\n");
-    make_symlink(victim, s.dcgm + "/0");
-    EXPECT_RC(call(slurm_spank_job_epilog, s.args), -1);
-    EXPECT_ERROR("m2g: epilog: cannot open " + s.dcgm + "/0: " + std::strerror(ELOOP));
-    EXPECT_OPT(read_file(victim), "77\n");
-    assert_true(is_symlink(s.dcgm + "/0"));
-}
-
-void test_prolog_refuses_symlinked_textfile(void**)
-{
-    ScriptSetup s = script_setup(77, nullptr, false, true);
-    make_dir(s.text);
-    const std::string victim = g_scratch + "/victim";
-    write_file(victim, "keep\n");
-    make_symlink(victim, s.text + "/m2g_job_77.prom.tmp");
-    EXPECT_RC(call(slurm_spank_job_prolog, s.args), -1);
-    EXPECT_ERROR("m2g: prolog: cannot create " + s.text + "/m2g_job_77.prom.tmp: " + std::strerror(ELOOP));
-    EXPECT_OPT(read_file(victim), "keep\n");
-    assert_false(exists(s.text + "/m2g_job_77.prom"));
-}
-
-void test_prolog_refuses_symlinked_node_dir(void**)
-{
-    ScriptSetup s = script_setup(77, "0", true, false);
-    const std::string elsewhere = g_scratch + "/elsewhere";
-    make_dir(elsewhere);
-    make_symlink(elsewhere, s.dcgm);
-    EXPECT_RC(call(slurm_spank_job_prolog, s.args), -1);
-    EXPECT_ERROR_HAS("m2g: prolog: ", s.dcgm.c_str(), "symbolic links are not followed");
-    assert_false(exists(elsewhere + "/0"));
-}
-
-void test_prolog_rejects_unsafe_node_name(void**)
-{
-    ScriptSetup s = script_setup(77, "0");
-    set_env("SLURMD_NODENAME", "../../etc");
-    EXPECT_RC(call(slurm_spank_job_prolog, s.args), -1);
-    EXPECT_ERROR_HAS("m2g: prolog: ", "'../../etc'", "not a plain host name");
-    assert_false(exists(s.dcgm));
-    assert_false(exists(s.text));
-    assert_false(exists(g_scratch + "/etc"));
-}
-
-void test_prolog_rejects_bad_gpu_list(void**)
-{
-    ScriptSetup s = script_setup(77, "0,x");
-    EXPECT_RC(call(slurm_spank_job_prolog, s.args), -1);
-    EXPECT_ERROR_HAS("m2g: prolog: ", "GPU list '0,x'");
-    assert_false(exists(s.dcgm));
-}
-
-void test_prolog_without_directories_does_nothing(void**)
-{
-    ScriptSetup s = script_setup(77, "0");
-    set_env("SPANK_M2G_CLASS", "gaming");  // not even decoded
-    EXPECT_RC(call(slurm_spank_job_prolog, {"recipes=/etc/slurm/m2g-recipes.conf"}), 0);
-    EXPECT_RC(call(slurm_spank_job_epilog), 0);
-    EXPECT_NO_MESSAGES();
-    assert_false(exists(s.dcgm));
-    assert_false(exists(s.text));
-}
-
-void test_prolog_and_epilog_reject_bad_argument(void**)
-{
-    script_setup(77, "0");
-    EXPECT_RC(call(slurm_spank_job_prolog, {"dcgm_dir=relative/dir"}), -1);
-    EXPECT_ERROR("m2g: prolog: plugstack.conf argument 'dcgm_dir=relative/dir': dcgm_dir needs an absolute path");
-    fake::state().errors.clear();
-    EXPECT_RC(call(slurm_spank_job_epilog, {"spool=/x"}), -1);
-    EXPECT_ERROR_HAS("m2g: epilog: ", "unknown key 'spool'");
-}
-
-// Regression: a malformed SPANK_M2G_* entry must not stop the epilog from
-// removing the mapping files.
-void test_epilog_cleans_up_despite_malformed_intent(void**)
-{
-    ScriptSetup s = script_setup(77, "0");
-    EXPECT_RC(call(slurm_spank_job_prolog, s.args), 0);
-    set_env("SPANK_M2G_CLASS", "gaming");
-    EXPECT_RC(call(slurm_spank_job_epilog, s.args), 0);
-    assert_false(exists(s.dcgm + "/0"));
-    assert_false(exists(s.text + "/m2g_job_77.prom"));
-}
-
 }  // namespace
 
 int main()
@@ -1161,6 +638,7 @@ int main()
         CASE(test_registers_options_in_allocator_context),
         CASE(test_registers_options_in_remote_context),
         CASE(test_registers_nothing_in_slurmd_context),
+        CASE(test_slurmd_says_where_the_job_mapping_went),
         CASE(test_registers_nothing_in_job_script_context),
         CASE(test_registration_failure_fails_init),
         // plugstack.conf arguments
@@ -1203,20 +681,6 @@ int main()
         CASE(test_user_init_keeps_existing_otel_keys),
         CASE(test_user_init_job_id_from_environment),
         CASE(test_user_init_extends_long_otel),
-        // prolog and epilog
-        CASE(test_prolog_epilog_dcgm_and_textfile),
-        CASE(test_prolog_gpu_range_and_job_id_from_environment),
-        CASE(test_prolog_shared_gpu_keeps_other_jobs),
-        CASE(test_prolog_without_gpus_writes_textfile_only),
-        CASE(test_prolog_refuses_symlinked_gpu_file),
-        CASE(test_epilog_refuses_symlinked_gpu_file),
-        CASE(test_prolog_refuses_symlinked_textfile),
-        CASE(test_prolog_refuses_symlinked_node_dir),
-        CASE(test_prolog_rejects_unsafe_node_name),
-        CASE(test_prolog_rejects_bad_gpu_list),
-        CASE(test_prolog_without_directories_does_nothing),
-        CASE(test_prolog_and_epilog_reject_bad_argument),
-        CASE(test_epilog_cleans_up_despite_malformed_intent),
     };
     ::signal(SIGPIPE, SIG_IGN);
     cmocka_set_message_output(CM_OUTPUT_TAP);

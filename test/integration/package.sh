@@ -91,7 +91,7 @@ ok "$rc" "apt-get install ./slurm-m2g-plugins_*.deb ./m2g-tools_*.deb ./m2g-slin
 is "$(sha256sum /etc/slurm/slurm.conf 2>/dev/null || echo none)" "$slurm_conf_before" "the site's slurm.conf is untouched"
 
 # --- files where the documentation says -----------------------------------------------------
-for so in "$STOCK_DIR/topology_m2g.so" "$STOCK_DIR/job_submit_m2g.so" "$STOCK_DIR/spank_m2g.so" \
+for so in "$STOCK_DIR/topology_m2g.so" "$STOCK_DIR/job_submit_m2g.so" "$STOCK_DIR/spank_m2g.so" "$STOCK_DIR/spank_m2g_jobmap.so" \
 	"$M2G_DIR/select_cons_tres.so"; do
 	ok "[[ -f '$so' ]] && dpkg -S '$so' | grep -q '^slurm-m2g-plugins:'" "slurm-m2g-plugins installs $so"
 done
@@ -137,6 +137,8 @@ done
 sbatch_help=$(sbatch --help 2>&1 || true)
 ok "grep -q '^required $STOCK_DIR/spank_m2g.so ' '$TB_DIR/etc/plugstack.conf' && grep -q -- '--m2g-class' <<<\"\$sbatch_help\"" \
 	"sbatch loads the installed spank_m2g.so (--m2g-class in its help)"
+ok "grep -q '^required $STOCK_DIR/spank_m2g_jobmap.so dcgm_dir=' '$TB_DIR/etc/plugstack.conf'" \
+	"plugstack.conf names the installed spank_m2g_jobmap.so with its dcgm_dir="
 
 j=$(sbatch --parsable -N2 --gres=gpu:4 --m2g-class=training --wrap 'sleep 4')
 check "a 2-node GPU job starts" wait_job_state "$j" RUNNING 60

@@ -12,6 +12,19 @@ DCGM=$TB_DIR/run/dcgm
 TEXTFILE=$TB_DIR/run/textfile
 cd "$T"
 
+# --- two plugins: only the job mapping has a job prolog/epilog ----------------
+# With any SPANK plugin that defines them, slurmd runs a SPANK job script on
+# every node of every job and cannot answer a job's end at once (26.05:
+# prep_script_slurmd.c spank_has_prolog()/spank_has_epilog(), req.c
+# _rpc_terminate_job): spank_m2g.so must not, spank_m2g_jobmap.so must.
+so_of() { sed -n "s|^required \([^ ]*/$1\.so\) .*|\1|p" "$TB_DIR/etc/plugstack.conf"; }
+hooks() { nm -D --defined-only "$1" | awk '$3 ~ /^slurm_spank_job_(prolog|epilog)$/ {print $3}' | sort | paste -sd,; }
+opts_so=$(so_of spank_m2g)
+map_so=$(so_of spank_m2g_jobmap)
+is "$([[ -e $opts_so ]] && hooks "$opts_so" || echo "no spank_m2g.so in plugstack.conf")" "" "plugstack.conf's spank_m2g.so defines no job prolog or epilog"
+is "$([[ -e $map_so ]] && hooks "$map_so" || echo "no spank_m2g_jobmap.so in plugstack.conf")" "slurm_spank_job_epilog,slurm_spank_job_prolog" \
+	"plugstack.conf's spank_m2g_jobmap.so defines the job prolog and epilog"
+
 # --- help ------------------------------------------------------------------
 for cmd in sbatch srun salloc; do
 	help=$($cmd --help 2>&1)

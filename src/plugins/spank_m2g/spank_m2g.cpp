@@ -8,11 +8,12 @@
 //     select/m2g; --m2g-explain prints it.
 //   slurmstepd (remote): the same resolution, then every task sees M2G_*
 //     variables and an extended OTEL_RESOURCE_ATTRIBUTES.
-//   prolog/epilog (job script, root): dcgm-exporter job mapping files and
-//     the node_exporter textfile are created and removed.
+//   slurmd: the plugstack.conf arguments are checked when slurmd starts.
+// The dcgm-exporter job mapping and the node_exporter textfile are
+// spank_m2g_jobmap.cpp's, a plugin of their own: a SPANK plugin that defines
+// the job prolog or epilog makes slurmd run them on every node of every job,
+// at its start and (what a preemptor waits for) at its end.
 // All parsing and file logic is in the core; this file translates.
-#include <sys/types.h>
-#include <unistd.h>  // environ
 
 #include <cstdint>
 #include <cstdlib>
@@ -38,7 +39,7 @@ extern "C" {
 #include <slurm/spank.h>
 }
 
-#include "plugins/common/guard.hpp"
+#include "plugins/common/spank_common.hpp"
 
 // Plugin identity: one definition each with C linkage. (SPANK_PLUGIN()
 // would give these const objects internal linkage in C++.)
@@ -49,7 +50,9 @@ extern "C" const unsigned int spank_plugin_version = 1;
 
 namespace {
 
-constexpr const char* kLog = "m2g: ";
+using m2g_spank::guarded;
+using m2g_spank::job_id_of;
+using m2g_spank::kLog;
 
 // Per-process state: one job (or step) per sbatch/srun/slurmstepd process.
 m2g::SpankArgs g_args;
@@ -129,54 +132,6 @@ std::optional<std::string> job_getenv(spank_t sp, const char* name)
     return std::nullopt;
 }
 
-uint32_t job_id_of(spank_t sp)
-{
-    uint32_t id = 0;
-    if (spank_get_item(sp, S_JOB_ID, &id) == ESPANK_SUCCESS)
-        return id;
-    const char* env = std::getenv("SLURM_JOB_ID");
-    return env ? static_cast<uint32_t>(std::strtoul(env, nullptr, 10)) : 0;
-}
-
-// Prolog/epilog: the job's intent from SPANK_M2G_* and its GPUs.
-struct ScriptJob {
-    uint32_t id = 0;
-    std::string node;
-    std::vector<int> gpus;
-    m2g::JobIntent intent;
-};
-
-// `with_intent`: the prolog labels the textfile with the job's intent; a
-// malformed SPANK_M2G_* entry (spank_job_env comes from the client) is
-// logged and the labels left out, never a prolog failure that would drain
-// the node. The epilog needs no intent at all.
-ScriptJob script_job(spank_t sp, bool with_intent)
-{
-    ScriptJob j;
-    j.id = job_id_of(sp);
-    const char* node = std::getenv("SLURMD_NODENAME");
-    j.node = node ? node : "";
-    if (const char* gpus = std::getenv("SLURM_JOB_GPUS"))
-        j.gpus = m2g::parse_gpu_indices(gpus);
-    if (!with_intent)
-        return j;
-    std::vector<std::string> env;
-    for (char** e = environ; e && *e; ++e)
-        env.emplace_back(*e);
-    try {
-        j.intent = m2g::decode_intent(env);
-    } catch (const std::exception& e) {
-        slurm_error("%sprolog: job %u: %s; telemetry labels left empty", kLog, j.id, e.what());
-    }
-    return j;
-}
-
-template <typename F>
-int guarded(const char* where, F&& f)
-{
-    return m2g_guarded(slurm_error, kLog, where, -1, std::forward<F>(f));
-}
-
 }  // namespace
 
 extern "C" int slurm_spank_init(spank_t sp, int ac, char** av)
@@ -184,6 +139,11 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av)
     return guarded("spank_m2g.so", [&]() {
         g_args = m2g::parse_spank_args(std::vector<std::string>(av, av + ac));
         const spank_context_t ctx = spank_context();
+        if (ctx == S_CTX_SLURMD && (!g_args.dcgm_dir.empty() || !g_args.textfile_dir.empty()))
+            slurm_error("%sdcgm_dir= and textfile_dir= are spank_m2g_jobmap.so's arguments: spank_m2g.so ignores "
+                        "them; add a line `required spank_m2g_jobmap.so dcgm_dir=... textfile_dir=...` to "
+                        "plugstack.conf (spank_m2g(8)) or the job mapping is off",
+                        kLog);
         if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR || ctx == S_CTX_REMOTE) {
             build_table();
             for (spank_option& o : g_table)
@@ -254,44 +214,4 @@ extern "C" int slurm_spank_user_init(spank_t sp, int ac, char** av)
             slurm_error("%scannot set %s", kLog, m2g::kw::kEnvOtel);
         return 0;
     });
-}
-
-// The job prolog and epilog on a node (root): with a dcgm= or textfile=
-// directory among the plugin's arguments, the prolog maps the job's GPUs
-// for dcgm-exporter and writes its textfile metric, and the epilog (also
-// after scancel) removes what the prolog made.
-static int node_job_hook(spank_t sp, int ac, char** av, bool start)
-{
-    return guarded(start ? "prolog" : "epilog", [&]() {
-        // slurm_spank_init does not run in the job script context.
-        g_args = m2g::parse_spank_args(std::vector<std::string>(av, av + ac));
-        if (g_args.dcgm_dir.empty() && g_args.textfile_dir.empty())
-            return 0;
-        const ScriptJob j = script_job(sp, start);
-        if (!g_args.dcgm_dir.empty() && !j.gpus.empty()) {
-            const std::string dir = m2g::node_dir(g_args.dcgm_dir, j.node);
-            if (start)
-                m2g::dcgm_map_add(dir, j.gpus, j.id);
-            else
-                m2g::dcgm_map_remove(dir, j.gpus, j.id);
-        }
-        if (!g_args.textfile_dir.empty()) {
-            const std::string dir = m2g::node_dir(g_args.textfile_dir, j.node);
-            if (start)
-                m2g::textfile_write(dir, j.id, m2g::job_info_metric(j.id, j.intent, j.node));
-            else
-                m2g::textfile_remove(dir, j.id);
-        }
-        return 0;
-    });
-}
-
-extern "C" int slurm_spank_job_prolog(spank_t sp, int ac, char** av)
-{
-    return node_job_hook(sp, ac, av, true);
-}
-
-extern "C" int slurm_spank_job_epilog(spank_t sp, int ac, char** av)
-{
-    return node_job_hook(sp, ac, av, false);
 }
