@@ -354,6 +354,13 @@ ClusterView load_or_throw(const Model& m)
     c.jobs.reserve(jobs->record_count);
     for (uint32_t i = 0; i < jobs->record_count; ++i)
         c.jobs.push_back(job_view(m, jobs->job_array[i]));
+
+    // Backfill as slurmctld runs it, for the forecast's plan.
+    slurm_conf_t* conf = nullptr;
+    if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS)
+        throw_ctld("loading its configuration");
+    c.backfill = backfill_conf(str(conf->schedtype), str(conf->sched_params));
+    free_conf(conf);
     return c;
 }
 

@@ -246,6 +246,13 @@ is "$note" "--measured-power:_the_draw_of_6_of_6_running_jobs_from_16_of_16_node
 	"forecast --agent-map: every running job's draw came from its nodes' agents"
 ok "python3 -c 'import sys; sys.exit(abs(float(sys.argv[1]) - 25.6) > 0.3)' '${now_kw:-0}'" \
 	"forecast --agent-map: the site draw now is the agents' (${now_kw:-?} kW; 64 GPUs x 400 W = 25.6 kW)"
+# Its runs plan with slurmctld's backfill as the testbed configures it
+# (SchedulerParameters=...,bf_interval=1,bf_resolution=1; bf_window and
+# bf_max_job_test at backfill.c's defaults), read through libslurm.
+bf=$(python3 -c 'import json,sys
+b = json.load(open(sys.argv[1]))["backfill"]
+print(b["enabled"], b["interval_s"], b["resolution_s"], b["window_s"], b["max_job_test"])' "$T/fc-measured.json" 2>/dev/null) || true
+is "$bf" "True 1 1 86400 500" "forecast: its backfill is slurmctld's (bf_interval=1, bf_resolution=1, the rest Slurm's defaults)"
 ok "[[ -z \$(caps_of '$T1') ]]" "setup: no cap before any event"
 
 # ================================================ 1. the event ============

@@ -252,7 +252,13 @@ BacktestResult run_backtest(const Model& m, const Trace& trace, const BacktestOp
         if (o.max_forecasts > 0 && res.forecasts >= o.max_forecasts)
             break;
         int pending = 0;
-        const ClusterView c = view_at(m, truth, T, o.measured_power, &pending);
+        ClusterView c = view_at(m, truth, T, o.measured_power, &pending);
+        // slurmctld's backfill is the truth's: the forecast reproduces that plan.
+        c.backfill.interval_s = o.truth.bf_interval_s;
+        c.backfill.window_s = o.truth.bf_window_s;
+        c.backfill.resolution_s = o.truth.bf_resolution_s;
+        c.backfill.max_job_test = o.truth.backfill_depth;
+        c.backfill.enabled = o.truth.backfill_depth > 0;
         res.pending_max = std::max(res.pending_max, pending);
         const int64_t now = epoch_of(T);
 

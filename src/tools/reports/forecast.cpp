@@ -232,14 +232,20 @@ Signals timeline_of(const Model& m, const ClusterView& c, const SignalsView& v, 
     return s;
 }
 
-SimOptions sim_options(const Signals& tl, int64_t now)
+SimOptions sim_options(const Signals& tl, const BackfillConf& bf, int64_t now)
 {
     SimOptions so;
     so.policy = SimPolicy::M2G;
     so.keep_order = true;
     so.origin = static_cast<double>(now);
     so.timeline = &tl;
-    so.backfill_slurm = true;  // Slurm's backfill plan (backfill.c), bf_window 1 day
+    // Slurm's backfill plan (backfill.c) as slurmctld is configured; with
+    // none (sched/builtin, bf_interval=-1) only the main scheduler starts jobs.
+    so.backfill_slurm = true;
+    so.backfill_depth = bf.enabled ? bf.max_job_test : 0;
+    so.bf_interval_s = bf.interval_s;
+    so.bf_window_s = bf.window_s;
+    so.bf_resolution_s = bf.resolution_s;
     so.time_limits_from_trace = true;  // it plans with time limits, whatever jobs run for
     so.curtail_baseline = false;
     so.record_site_power = true;
@@ -368,8 +374,8 @@ double site_energy_kwh(const SimResult& r, double a, double b)
     return e;
 }
 
-FlexOffer flex_offer(const Model& m, const Trace& trace, const Signals& tl, const Run& base, const FlexRequest& q,
-                     int64_t now, double step)
+FlexOffer flex_offer(const Model& m, const Trace& trace, const Signals& tl, const BackfillConf& bf, const Run& base,
+                     const FlexRequest& q, int64_t now, double step)
 {
     FlexOffer x;
     x.req = q;
@@ -393,7 +399,7 @@ FlexOffer flex_offer(const Model& m, const Trace& trace, const Signals& tl, cons
     e.scope_name = "site";
     e.curtail_kw = std::max(0.001, budget - x.target_kw);
     ev.events.push_back(e);
-    const Run run = run_once(m, trace, sim_options(ev, now));
+    const Run run = run_once(m, trace, sim_options(ev, bf, now));
 
     std::vector<double> at{t0 + std::min(60.0, q.duration_s / 2)};
     for (double t = t0 + step; t < t1; t += step)
@@ -523,7 +529,8 @@ Forecast make_forecast(const Model& m, const ClusterView& c, const SignalsView& 
     f.made_at = now;
     f.step_s = o.step_s;
     const Signals tl = timeline_of(m, c, v, now);
-    const SimOptions base_opts = sim_options(tl, now);
+    const SimOptions base_opts = sim_options(tl, c.backfill, now);
+    f.backfill = c.backfill;
     Built b = build_trace(m, c, now, o, 0, "");
     f.running = b.running;
     f.arrivals = b.arrivals;
@@ -617,7 +624,7 @@ Forecast make_forecast(const Model& m, const ClusterView& c, const SignalsView& 
     for (const FlexRequest& q : o.flex) {
         if (q.start < now)
             throw Error("--flex: the event must start now or later");
-        f.flex.push_back(flex_offer(m, b.trace, tl, base, q, now, o.step_s));
+        f.flex.push_back(flex_offer(m, b.trace, tl, c.backfill, base, q, now, o.step_s));
     }
 
     // The bands: site, rows (fault domains of Type=row), racks.
@@ -673,6 +680,11 @@ Forecast make_forecast(const Model& m, const ClusterView& c, const SignalsView& 
         f.notes.push_back(plural(static_cast<size_t>(b.arrivals), "job", "jobs") + " expected to be submitted within " +
                           elapsed(o.horizon_s) +
                           ": the submissions of the period before, replayed (the samples: of earlier periods)");
+    if (!c.backfill.enabled)
+        f.notes.push_back("slurmctld runs no backfill (SchedulerType=sched/builtin or bf_interval=-1): jobs start "
+                          "in priority order only");
+    for (const std::string& p : c.backfill.problems)
+        f.notes.push_back(p);
     f.notes.push_back("GPU power of jobs only (idle GPUs and hosts are not counted)");
     f.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     return f;
@@ -722,6 +734,15 @@ std::string format_forecast(const Model& m, const Forecast& f, bool json)
         add(o, "runtime_history", json_object_new_int(f.runtime_history));
         add(o, "arrivals", json_object_new_int(f.arrivals));
         add(o, "running", json_object_new_int(f.running));
+        {
+            json_object* bf = json_object_new_object();  // Slurm's backfill, as the runs reproduced it
+            add(bf, "enabled", json_object_new_boolean(f.backfill.enabled));
+            add(bf, "interval_s", jnum(f.backfill.interval_s, 0));
+            add(bf, "window_s", jnum(f.backfill.window_s, 0));
+            add(bf, "resolution_s", jnum(f.backfill.resolution_s, 0));
+            add(bf, "max_job_test", json_object_new_int(f.backfill.max_job_test));
+            add(o, "backfill", bf);
+        }
         json_object* jobs = json_object_new_array();
         for (const ForecastJob& j : f.jobs) {
             json_object* x = json_object_new_object();

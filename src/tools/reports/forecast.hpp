@@ -148,6 +148,7 @@ struct Forecast {
     int runtime_history = 0;   // ratios the run times were drawn from (0: time limits)
     int arrivals = 0;          // jobs the starts run expects to be submitted within the horizon  // "class estimates" or the CDF's source
     int running = 0;           // jobs already running, started at their nodes
+    BackfillConf backfill;     // Slurm's backfill the runs reproduced (the view's)
     std::vector<ForecastJob> jobs;  // pending, in Slurm's priority order
     std::vector<ForecastBand> bands;  // site, then rows, then racks
     std::vector<FlexOffer> flex;      // one per FlexRequest, in order

@@ -8,7 +8,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
 #include <sstream>
 
 #include "core/base/enum_names.hpp"
@@ -102,6 +106,57 @@ std::vector<int64_t> node_free_at(const Model& m, const ClusterView& c, const Si
         if (nf[n].alloc > 0 && !held[n])
             at[n] = -1;
     return at;
+}
+
+BackfillConf backfill_conf(std::string_view schedtype, std::string_view sched_params)
+{
+    BackfillConf b;
+    if (!schedtype.empty() && schedtype != "sched/backfill") {
+        b.enabled = false;  // sched/builtin: the main scheduler only, in priority order
+        return b;
+    }
+    std::string params(sched_params);
+    std::transform(params.begin(), params.end(), params.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    // backfill.c: xstrcasestr(sched_params, "bf_window=") then atoi(): a
+    // value is the digits after the key, and a key with none reads as 0.
+    auto value = [&](const char* key) -> std::optional<long> {
+        const size_t at = params.find(key);
+        if (at == std::string::npos)
+            return std::nullopt;
+        return std::strtol(params.c_str() + at + std::strlen(key), nullptr, 10);
+    };
+    auto reject = [&](const char* key, long v, const std::string& range, const std::string& dflt) {
+        b.problems.push_back("SchedulerParameters " + std::string(key) + std::to_string(v) + " is out of range (" +
+                             range + "): slurmctld uses " + dflt + ", and so does the forecast");
+    };
+    if (const auto v = value("bf_interval=")) {  // BACKFILL_INTERVAL 30, MAX_BACKFILL_INTERVAL 10800
+        if (*v == -1)
+            b.enabled = false;  // backfill skips every cycle
+        else if (*v < 1 || *v > 10800)
+            reject("bf_interval=", *v, "1 to 10800 s, or -1", "30 s");
+        else
+            b.interval_s = static_cast<double>(*v);
+    }
+    if (const auto v = value("bf_window=")) {  // minutes; BACKFILL_WINDOW 1 day, MAX_BACKFILL_WINDOW 30 days
+        if (*v < 1 || *v > 30 * 1440)
+            reject("bf_window=", *v, "1 to 43200 min", "1440 min");
+        else
+            b.window_s = static_cast<double>(*v) * 60;
+    }
+    if (const auto v = value("bf_max_job_test=")) {  // DEF_BF_MAX_JOB_TEST 500, MAX_BF_MAX_JOB_TEST 1000000
+        if (*v < 1 || *v > 1000000)
+            reject("bf_max_job_test=", *v, "1 to 1000000", "500");
+        else
+            b.max_job_test = static_cast<int>(*v);
+    }
+    if (const auto v = value("bf_resolution=")) {  // BACKFILL_RESOLUTION 60, MAX_BACKFILL_RESOLUTION 3600
+        if (*v < 1 || *v > 3600)
+            reject("bf_resolution=", *v, "1 to 3600 s", "60 s");
+        else
+            b.resolution_s = static_cast<double>(*v);
+    }
+    return b;
 }
 
 Status compute_status(const Model& m, const ClusterView& c, const SignalsView& v, int64_t now)

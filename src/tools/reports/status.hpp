@@ -59,10 +59,32 @@ struct JobView {
     bool warn_batch_only = false;  // --signal=B:...: to the batch shell only
 };
 
+// Slurm's backfill scheduler as slurmctld runs it: SchedulerType and the
+// bf_ keys of SchedulerParameters, read as 26.05's backfill.c
+// _load_config() reads them (a key anywhere in the string, case apart; a
+// value out of its range logged and replaced by the default). What the
+// forecast's runs plan with, so that they reproduce this site's plan.
+struct BackfillConf {
+    bool enabled = true;       // SchedulerType=sched/backfill and bf_interval != -1
+    double interval_s = 30;    // bf_interval (the simulator's 0: a pass at every event)
+    double window_s = 86400;   // bf_window (minutes in slurm.conf)
+    double resolution_s = 60;  // bf_resolution
+    int max_job_test = 500;    // bf_max_job_test
+    // Values slurmctld rejects, each with the default it (and so the
+    // forecast) uses instead.
+    std::vector<std::string> problems;
+};
+
+// schedtype: SchedulerType ("sched/backfill", "sched/builtin"; empty:
+// unknown, taken as backfill); sched_params: SchedulerParameters, may be
+// empty.
+BackfillConf backfill_conf(std::string_view schedtype, std::string_view sched_params);
+
 struct ClusterView {
     std::vector<NodeView> nodes;  // per model node
     std::vector<JobView> jobs;    // pending and running (and recently done, for `m2g job`)
     int64_t taken_at = 0;
+    BackfillConf backfill;        // Slurm's defaults unless the loader read slurmctld's
 };
 
 // ---- status ---------------------------------------------------------------------

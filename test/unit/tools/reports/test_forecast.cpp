@@ -151,6 +151,79 @@ TEST_F(ForecastTest, PendingJobsStartInPriorityOrder)
         NotFoundError);
 }
 
+// The runs reproduce slurmctld's backfill as the site configures it: a job
+// whose start lies beyond bf_window gets no reservation, so a long job behind
+// it backfills; with a window that reaches it, it does not; with no backfill
+// (sched/builtin, bf_interval=-1) nothing passes the blocked job.
+TEST_F(ForecastTest, BackfillAsSlurmctldIsConfigured)
+{
+    staircase();  // r05's job has no time limit: the whole cluster is free only in 7 days
+    job(40, JobState::Pending, 576).priority = 300;
+    JobView& longer = job(41, JobState::Pending, 4);
+    longer.priority = 200;
+    longer.time_limit_s = 20 * 86400;
+    ForecastOptions o;
+    o.samples = 1;
+
+    const Forecast dflt = make_forecast(m, c, SignalsView{}, kNow, o);
+    EXPECT_TRUE(dflt.backfill.enabled);
+    EXPECT_EQ(dflt.backfill.window_s, 86400);
+    EXPECT_EQ(of(dflt, 41).start, kNow);  // 40's start is beyond the 1-day window: no reservation,
+    EXPECT_GE(of(dflt, 40).start, of(dflt, 41).end);  // so the 20-day job backfills now and delays it
+
+    c.backfill = backfill_conf("sched/backfill", "bf_window=43200,bf_max_job_test=1000");
+    const Forecast wide = make_forecast(m, c, SignalsView{}, kNow, o);
+    EXPECT_EQ(wide.backfill.window_s, 43200 * 60);
+    EXPECT_EQ(of(wide, 40).start, kNow + 7 * 86400);  // when r05's unlimited job is taken to end
+    EXPECT_GE(of(wide, 41).start, of(wide, 40).end);  // the reservation holds every node until 40 ends
+    EXPECT_NE(format_forecast(m, wide, true).find("\"window_s\":2592000"), std::string::npos);
+
+    c.backfill = backfill_conf("sched/builtin", "");
+    const Forecast none = make_forecast(m, c, SignalsView{}, kNow, o);
+    EXPECT_FALSE(none.backfill.enabled);
+    EXPECT_GE(of(none, 41).start, of(none, 40).start);  // nothing passes the blocked job
+    EXPECT_NE(std::find_if(none.notes.begin(), none.notes.end(),
+                           [](const std::string& n) { return n.find("runs no backfill") != std::string::npos; }),
+              none.notes.end());
+}
+
+TEST(BackfillConf, ReadLikeBackfillLoadConfig)
+{
+    const BackfillConf d = backfill_conf("", "");
+    EXPECT_TRUE(d.enabled);
+    EXPECT_EQ(d.interval_s, 30);
+    EXPECT_EQ(d.window_s, 86400);
+    EXPECT_EQ(d.resolution_s, 60);
+    EXPECT_EQ(d.max_job_test, 500);
+    EXPECT_TRUE(d.problems.empty());
+
+    // Keys anywhere, any case; bf_window in minutes; other keys ignored.
+    const BackfillConf b =
+        backfill_conf("sched/backfill", "default_queue_depth=200,BF_INTERVAL=60,bf_window=2880,"
+                                        "bf_resolution=300,bf_continue,bf_max_job_test=2000");
+    EXPECT_TRUE(b.enabled);
+    EXPECT_EQ(b.interval_s, 60);
+    EXPECT_EQ(b.window_s, 2880 * 60);
+    EXPECT_EQ(b.resolution_s, 300);
+    EXPECT_EQ(b.max_job_test, 2000);
+    EXPECT_TRUE(b.problems.empty());
+
+    // Out of range: slurmctld logs an error and uses the default; so does
+    // the forecast, and says so.
+    const BackfillConf bad = backfill_conf("sched/backfill", "bf_interval=0,bf_window=99999,bf_resolution=7200,"
+                                                             "bf_max_job_test=0");
+    EXPECT_EQ(bad.interval_s, 30);
+    EXPECT_EQ(bad.window_s, 86400);
+    EXPECT_EQ(bad.resolution_s, 60);
+    EXPECT_EQ(bad.max_job_test, 500);
+    ASSERT_EQ(bad.problems.size(), 4u);
+    EXPECT_EQ(bad.problems[1], "SchedulerParameters bf_window=99999 is out of range (1 to 43200 min): slurmctld uses "
+                               "1440 min, and so does the forecast");
+
+    EXPECT_FALSE(backfill_conf("sched/backfill", "bf_interval=-1").enabled);  // every cycle skipped
+    EXPECT_FALSE(backfill_conf("sched/builtin", "bf_window=2880").enabled);
+}
+
 TEST_F(ForecastTest, DrainedNodesAreNotUsedAndAJobThatCannotFitNeverStarts)
 {
     // Every rack has one drained node: no domain ever has 18 healthy nodes.
