@@ -8,6 +8,7 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <thread>
 #include <random>
 #include <vector>
 
@@ -105,7 +106,7 @@ m2g::ForecastOptions options(bool alternatives, uint32_t job)
     return o;
 }
 
-void run(benchmark::State& state, bool alternatives)
+void run(benchmark::State& state, bool alternatives, int threads = 1)
 {
     const Busy b = busy(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
     uint32_t first_pending = 0;
@@ -116,7 +117,8 @@ void run(benchmark::State& state, bool alternatives)
         else if (first_pending == 0)
             first_pending = j.id;
     }
-    const m2g::ForecastOptions o = options(alternatives, first_pending);
+    m2g::ForecastOptions o = options(alternatives, first_pending);
+    o.threads = threads;
     const m2g::SignalsView none{};
     double total = 0;
     for (auto _ : state) {
@@ -131,6 +133,7 @@ void run(benchmark::State& state, bool alternatives)
     state.counters["running"] = running;
     state.counters["pending"] = static_cast<double>(state.range(1));
     state.counters["s_per_forecast"] = total / static_cast<double>(state.iterations());
+    state.counters["threads"] = threads;
 }
 
 void BM_Forecast(benchmark::State& state)
@@ -143,6 +146,13 @@ void BM_ForecastAlternatives(benchmark::State& state)
     run(state, true);
 }
 
+// The same forecast with its runs on one thread per core (ForecastOptions::
+// threads, `m2g forecast`'s default): run unpinned.
+void BM_ForecastThreads(benchmark::State& state)
+{
+    run(state, false, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
 }  // namespace
 
 BENCHMARK(BM_Forecast)->Args({8, 1000})->UseManualTime()->Unit(benchmark::kSecond)->Iterations(1);
@@ -152,5 +162,6 @@ BENCHMARK(BM_Forecast)->Args({8, 1000})->UseManualTime()->Unit(benchmark::kSecon
 BENCHMARK(BM_Forecast)->Args({8, 250})->UseManualTime()->Unit(benchmark::kSecond)->Iterations(1);
 BENCHMARK(BM_Forecast)->Args({1389, 10000})->UseManualTime()->Unit(benchmark::kSecond)->Iterations(1);
 BENCHMARK(BM_ForecastAlternatives)->Args({8, 1000})->UseManualTime()->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_ForecastThreads)->Args({8, 1000})->UseManualTime()->Unit(benchmark::kSecond)->Iterations(1);
 
 BENCHMARK_MAIN();

@@ -242,6 +242,9 @@ Command add_backtest(CLI::App& app)
     sub->add_option("--class-share", bt->class_shares, "CLASS=PCT of jobs (by a hash of the id) get CLASS; repeatable");
     sub->add_option("--samples", bt->opts.forecast.samples, "forecast runs for the bands (default 20)")
         ->check(CLI::Range(1, 1000));
+    sub->add_option("--threads", bt->opts.forecast.threads,
+                    "each forecast's runs at once, each on a thread of its own (default 1); the same result")
+        ->check(CLI::Range(1, 1024));
     sub->add_option("--every", bt->every_min, "minutes between two forecasts (default 60)")->check(CLI::Range(1.0, 1e6));
     sub->add_option("--warmup", bt->warmup_h, "hours of the trace before the first forecast (default 24)")
         ->check(CLI::Range(0.0, 1e6));

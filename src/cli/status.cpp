@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/commands.hpp"
@@ -42,6 +43,7 @@ struct StatusArgs {
     // forecast
     std::string power_cdf, power_cluster = "kalos";
     int samples = 20;
+    int threads = 0;  // forecast runs at once; 0: one per core
     double history_days = 0;
     double horizon_h = 24, step_min = 15;
     std::vector<std::string> flex;
@@ -171,6 +173,7 @@ void run_forecast(const StatusArgs& a, const Model& m, const ClusterView& live, 
         measured_note = measure_running(m, c, a.agent_map);
     ForecastOptions fo;
     fo.samples = a.samples;
+    fo.threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     fo.horizon_s = a.horizon_h * 3600.0;
     fo.step_s = a.step_min * 60.0;
     fo.alternatives_for = a.job_id;
@@ -256,6 +259,10 @@ Command add_status(CLI::App& app)
     a->forecast->add_option("--power-cluster", a->power_cluster, "the CDF's cluster column to use (kalos or seren)");
     a->forecast->add_option("--samples", a->samples, "runs with drawn power for the bands (default 20)")
         ->check(CLI::Range(1, 1000));
+    a->forecast->add_option("--threads", a->threads,
+                            "runs at once, each on a thread of its own (default 0: one per core; 1: one after "
+                            "the other); the forecast is the same for any count")
+        ->check(CLI::Range(0, 1024));
     a->forecast->add_option("--horizon", a->horizon_h, "hours of power to forecast (default 24)")
         ->check(CLI::Range(0.25, 24.0 * 14));
     a->forecast->add_option("--step", a->step_min, "minutes between two points of the power bands (default 15)")

@@ -621,7 +621,7 @@ void list_metrics()
 int main(int argc, char** argv)
 {
     std::string listen = kDefaultListen, conf, power_cdf, power_cluster = "kalos";
-    int interval = 15, forecast_interval = 60, samples = 20;
+    int interval = 15, forecast_interval = 60, samples = 20, forecast_threads = 1;
     bool once = false, list = false;
     CLI::App app{"m2g-exporter: m2g's view of the cluster (queues, NVLink domains, power, demand-response events, "
                  "signals, plugin decisions) as Prometheus metrics. See m2g-exporter(1) and doc/metrics.md."};
@@ -644,6 +644,10 @@ int main(int argc, char** argv)
     app.add_option("--power-cluster", power_cluster, "the CDF's cluster column (kalos or seren)");
     app.add_option("--samples", samples, "the forecast's runs with drawn power (default 20)")
         ->check(CLI::Range(1, 1000));
+    app.add_option("--forecast-threads", forecast_threads,
+                   "the forecast's runs at once, each on a thread of its own (default 1: it shares the host "
+                   "with slurmctld; the forecast is the same for any count)")
+        ->check(CLI::Range(1, 1024));
     if (const std::optional<int> exit_now = m2g::parse_daemon_args(app, kProg, PACKAGE_VERSION, argc, argv))
         return *exit_now;
 
@@ -659,6 +663,7 @@ int main(int argc, char** argv)
         m2g::PowerCdf cdf;
         m2g::ForecastOptions fo;
         fo.samples = samples;
+        fo.threads = forecast_threads;
         if (!power_cdf.empty()) {
             cdf = m2g::read_power_cdf(power_cdf, power_cluster);
             fo.power = &cdf;

@@ -11,9 +11,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <limits>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "core/base/error.hpp"
 #include "core/base/hostlist.hpp"
@@ -256,6 +258,37 @@ struct Run {
     SimResult r;
     std::map<std::string, size_t> index;  // job id -> job_results index
 };
+
+// fn(0) .. fn(n - 1) on up to `threads` threads, each index once; the
+// first exception (by index) is rethrown once all have finished.
+template <class Fn>
+void each_index(size_t n, int threads, const Fn& fn)
+{
+    const size_t t = std::min(n, static_cast<size_t>(std::max(1, threads)));
+    if (t <= 1) {
+        for (size_t i = 0; i < n; ++i)
+            fn(i);
+        return;
+    }
+    std::vector<std::exception_ptr> errors(n);
+    std::vector<std::thread> pool;
+    pool.reserve(t);
+    for (size_t w = 0; w < t; ++w)
+        pool.emplace_back([&, w] {
+            for (size_t i = w; i < n; i += t) {
+                try {
+                    fn(i);
+                } catch (...) {
+                    errors[i] = std::current_exception();
+                }
+            }
+        });
+    for (std::thread& th : pool)
+        th.join();
+    for (const std::exception_ptr& e : errors)
+        if (e)
+            std::rethrow_exception(e);
+}
 
 Run run_once(const Model& m, const Trace& t, const SimOptions& so)
 {
@@ -544,17 +577,19 @@ Forecast make_forecast(const Model& m, const ClusterView& c, const SignalsView& 
     f.power_source = o.power ? o.power->source : "class estimates (admission's power per GPU)";
     if (o.power || !o.runtime_ratios.empty() || !o.past_submissions.empty()) {
         f.samples = o.samples;
-        for (int s = 1; s <= o.samples; ++s) {
+        samples.resize(static_cast<size_t>(o.samples));
+        each_index(samples.size(), o.threads, [&](size_t i) {
+            const int s = static_cast<int>(i) + 1;
             SimOptions so = base_opts;
             so.power = o.power;
             so.seed = static_cast<uint64_t>(s);
             if (o.runtime_ratios.empty() && o.past_submissions.empty()) {
-                samples.push_back(run_once(m, b.trace, so));
+                samples[i] = run_once(m, b.trace, so);
             } else {
                 const Built bs = build_trace(m, c, now, o, 0, "", s);
-                samples.push_back(run_once(m, bs.trace, so));
+                samples[i] = run_once(m, bs.trace, so);
             }
-        }
+        });
     } else {
         f.samples = 1;
     }
@@ -604,28 +639,32 @@ Forecast make_forecast(const Model& m, const ClusterView& c, const SignalsView& 
         if (it == f.jobs.end())
             throw NotFoundError("job " + std::to_string(o.alternatives_for) +
                                 ": not a pending job with GPUs; alternatives are forecast for pending jobs only");
-        for (const char* topo : kAlternatives) {
-            if (it->topology == topo)
-                continue;
-            const Built alt = build_trace(m, c, now, o, o.alternatives_for, topo);
+        std::vector<const char*> topos;
+        for (const char* topo : kAlternatives)
+            if (it->topology != topo)
+                topos.push_back(topo);
+        it->alternatives.resize(topos.size());
+        each_index(topos.size(), o.threads, [&](size_t i) {
+            const Built alt = build_trace(m, c, now, o, o.alternatives_for, topos[i]);
             const Run run = run_once(m, alt.trace, base_opts);
             const SimJobResult& r = run.r.job_results[run.index.at(std::to_string(o.alternatives_for))];
-            ForecastAlternative a;
-            a.topology = topo;
+            ForecastAlternative& a = it->alternatives[i];
+            a.topology = topos[i];
             if (r.start >= 0) {
                 a.start = static_cast<int64_t>(std::ceil(r.start));
                 a.domains = r.domains;
                 a.nodes = nodes_of(m, r);
             }
-            it->alternatives.push_back(std::move(a));
-        }
+        });
     }
 
-    for (const FlexRequest& q : o.flex) {
+    for (const FlexRequest& q : o.flex)
         if (q.start < now)
             throw Error("--flex: the event must start now or later");
-        f.flex.push_back(flex_offer(m, b.trace, tl, c.backfill, base, q, now, o.step_s));
-    }
+    f.flex.resize(o.flex.size());
+    each_index(o.flex.size(), o.threads, [&](size_t i) {
+        f.flex[i] = flex_offer(m, b.trace, tl, c.backfill, base, o.flex[i], now, o.step_s);
+    });
 
     // The bands: site, rows (fault domains of Type=row), racks.
     const int points = static_cast<int>(std::floor(o.horizon_s / o.step_s)) + 1;

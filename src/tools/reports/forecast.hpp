@@ -40,6 +40,10 @@ struct ForecastOptions {
     // estimates (the band has no width).
     int samples = 20;
     const PowerCdf* power = nullptr;
+    // Runs at once (the sample runs, then the flexibility offers' runs),
+    // each on a thread of its own: independent simulations, so the result
+    // is the same for any count. 1: one after the other.
+    int threads = 1;
     // A job Slurm gives no time limit (unlimited) is taken to run this long.
     double unlimited_s = 7 * 86400.0;
     // How long jobs run against what they ask for: run time / time limit of

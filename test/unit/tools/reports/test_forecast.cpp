@@ -187,6 +187,38 @@ TEST_F(ForecastTest, BackfillAsSlurmctldIsConfigured)
               none.notes.end());
 }
 
+// The runs on threads of their own (ForecastOptions::threads) are the same
+// independent simulations: the forecast, alternatives and offers included,
+// is the same for any count.
+TEST_F(ForecastTest, ThreadsChangeNothingButTheWallTime)
+{
+    staircase();
+    job(20, JobState::Pending, 72, kStrict).slurm_reason = "Resources";
+    job(21, JobState::Pending, 8).priority = 50;
+    JobView& past = job(1, JobState::Done, 8);
+    past.start_time = kNow - 5 * kHour;
+    past.end_time = kNow - 4 * kHour;
+    const PowerCdf cdf = parse_power_cdf("cluster,metric,unit,cdf_pct,value\nx,gpu_power,W,0,100\nx,gpu_power,W,"
+                                         "50,300\nx,gpu_power,W,100,700\n",
+                                         "inline", "x");
+    ForecastOptions o;
+    o.power = &cdf;
+    o.samples = 7;
+    o.alternatives_for = 20;
+    o.flex = {parse_flex("20%:1h", kNow), parse_flex("40%:3h", kNow)};
+    o.runtime_ratios = {0.2, 0.5, 0.9};
+    auto json_of = [&](int threads) {
+        o.threads = threads;
+        std::string js = format_forecast(m, make_forecast(m, c, SignalsView{}, kNow, o), true);
+        js.erase(js.find("\"wall_s\""));  // the one figure that differs (last in the object)
+        return js;
+    };
+    const std::string one = json_of(1);
+    EXPECT_EQ(json_of(3), one);
+    EXPECT_EQ(json_of(16), one);  // more threads than runs
+    EXPECT_NE(one.find("\"alternatives\""), std::string::npos);
+}
+
 TEST(BackfillConf, ReadLikeBackfillLoadConfig)
 {
     const BackfillConf d = backfill_conf("", "");
