@@ -58,6 +58,8 @@ tau=$(sed -n 's/.* tau \([-0-9.]*\),.*/\1/p' <<<"$(line_of m2g)")
 ok "awk -v t='$tau' 'BEGIN { exit !(t != \"\" && t >= -1 && t <= 1) }'" "m2g: a Kendall tau-b of start times was measured ($tau)"
 is "$(grep -c '^| \(block\|m2g\) | .* | \(yes\|\*\*no\*\*\) |$' "$page")" 8 \
 	"the page judges the four targets for each policy"
+is "$(grep -c '^| \(block\|m2g\) | containment, sim - testbed | .* | [0-9.]* points ([0-9., -]* s per job) | \(yes\|\*\*no\*\*\) |$' "$page")" 2 \
+	"each policy's run was replayed again with Slurm's own time per job, measured from slurmctld's log"
 # The job list was replayed at its offsets: the last job was submitted no
 # earlier than its offset after the first (sacct's whole seconds).
 last_off=$(awk 'END { print $6 }' "$W/jobs-philly.txt")
