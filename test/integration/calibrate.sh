@@ -23,7 +23,7 @@ if [[ $(tb_slurm_release) != 26.05 ]]; then
 	skip "the calibration runs Slurm 26.05's topology/block" "this build is for Slurm $(tb_slurm_release)"
 	exit 0
 fi
-plan 10
+plan 11
 
 W=$TB_TMP/cal
 stop_cal_testbed() { "$M2G_TESTBED" down --remove --base "$BASE" >/dev/null 2>&1 || true; }
