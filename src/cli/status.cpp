@@ -43,6 +43,7 @@ struct StatusArgs {
     // forecast
     std::string power_cdf, power_cluster = "kalos";
     int samples = 20;
+    bool samples_to_end = false;  // the sample runs past the horizon, until every job started
     int threads = 0;  // forecast runs at once; 0: one per core
     double history_days = 0;
     double horizon_h = 24, step_min = 15;
@@ -173,6 +174,7 @@ void run_forecast(const StatusArgs& a, const Model& m, const ClusterView& live, 
         measured_note = measure_running(m, c, a.agent_map);
     ForecastOptions fo;
     fo.samples = a.samples;
+    fo.samples_to_end = a.samples_to_end;
     fo.threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     fo.horizon_s = a.horizon_h * 3600.0;
     fo.step_s = a.step_min * 60.0;
@@ -259,6 +261,9 @@ Command add_status(CLI::App& app)
     a->forecast->add_option("--power-cluster", a->power_cluster, "the CDF's cluster column to use (kalos or seren)");
     a->forecast->add_option("--samples", a->samples, "runs with drawn power for the bands (default 20)")
         ->check(CLI::Range(1, 1000));
+    a->forecast->add_flag("--samples-to-end", a->samples_to_end,
+                          "run the samples on past the horizon until every job has started, for every job's "
+                          "P10-P90 start (slower: the whole queue drains in each); default: they stop at the horizon");
     a->forecast->add_option("--threads", a->threads,
                             "runs at once, each on a thread of its own (default 0: one per core; 1: one after "
                             "the other); the forecast is the same for any count")

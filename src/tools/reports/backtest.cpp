@@ -268,6 +268,7 @@ BacktestResult run_backtest(const Model& m, const Trace& trace, const BacktestOp
         ForecastOptions fo = o.forecast;
         fo.alternatives_for = 0;
         fo.flex.clear();
+        fo.samples_to_end = true;  // m2g-p50 is scored for every pending job, not only those starting in the horizon
         {
             std::vector<JobView> past;
             const auto end = std::upper_bound(by_end.begin(), by_end.end(), T,

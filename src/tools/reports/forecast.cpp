@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -259,8 +260,10 @@ struct Run {
     std::map<std::string, size_t> index;  // job id -> job_results index
 };
 
-// fn(0) .. fn(n - 1) on up to `threads` threads, each index once; the
-// first exception (by index) is rethrown once all have finished.
+// fn(0) .. fn(n - 1) on up to `threads` threads, each index once, taken
+// in order by whichever thread is free (so a long fn(0) is started first
+// and the rest share the other threads); the first exception (by index)
+// is rethrown once all have finished.
 template <class Fn>
 void each_index(size_t n, int threads, const Fn& fn)
 {
@@ -271,11 +274,12 @@ void each_index(size_t n, int threads, const Fn& fn)
         return;
     }
     std::vector<std::exception_ptr> errors(n);
+    std::atomic<size_t> next{0};
     std::vector<std::thread> pool;
     pool.reserve(t);
     for (size_t w = 0; w < t; ++w)
-        pool.emplace_back([&, w] {
-            for (size_t i = w; i < n; i += t) {
+        pool.emplace_back([&] {
+            for (size_t i = next++; i < n; i = next++) {
                 try {
                     fn(i);
                 } catch (...) {
@@ -568,21 +572,32 @@ Forecast make_forecast(const Model& m, const ClusterView& c, const SignalsView& 
     f.running = b.running;
     f.arrivals = b.arrivals;
     f.notes = b.notes;
-    const Run base = run_once(m, b.trace, base_opts);
-
-    // The sample runs, seeds 1..samples: drawn per-GPU power, drawn run
-    // times (each its own trace), or both.
+    // The starts run, then the sample runs, seeds 1..samples: drawn
+    // per-GPU power, drawn run times (each its own trace), or both. The
+    // starts run goes to the end (every job's start) and so takes longest:
+    // it comes first, and the samples share the other threads meanwhile.
+    Run base;
     std::vector<Run> samples;
     f.runtime_history = static_cast<int>(o.runtime_ratios.size());
     f.power_source = o.power ? o.power->source : "class estimates (admission's power per GPU)";
     if (o.power || !o.runtime_ratios.empty() || !o.past_submissions.empty()) {
         f.samples = o.samples;
         samples.resize(static_cast<size_t>(o.samples));
-        each_index(samples.size(), o.threads, [&](size_t i) {
-            const int s = static_cast<int>(i) + 1;
+        // The bands need the runs up to the horizon only.
+        const double stop = o.samples_to_end ? -1.0 : static_cast<double>(now) + o.horizon_s;
+        if (stop >= 0)
+            f.bands_until = now + static_cast<int64_t>(std::llround(o.horizon_s));
+        each_index(samples.size() + 1, o.threads, [&](size_t k) {
+            if (k == 0) {
+                base = run_once(m, b.trace, base_opts);
+                return;
+            }
+            const size_t i = k - 1;
+            const int s = static_cast<int>(k);
             SimOptions so = base_opts;
             so.power = o.power;
             so.seed = static_cast<uint64_t>(s);
+            so.stop_at = stop;
             if (o.runtime_ratios.empty() && o.past_submissions.empty()) {
                 samples[i] = run_once(m, b.trace, so);
             } else {
@@ -592,6 +607,7 @@ Forecast make_forecast(const Model& m, const ClusterView& c, const SignalsView& 
         });
     } else {
         f.samples = 1;
+        base = run_once(m, b.trace, base_opts);
     }
     const std::vector<const Run*> power_runs = [&] {
         std::vector<const Run*> out;
@@ -646,7 +662,9 @@ Forecast make_forecast(const Model& m, const ClusterView& c, const SignalsView& 
         it->alternatives.resize(topos.size());
         each_index(topos.size(), o.threads, [&](size_t i) {
             const Built alt = build_trace(m, c, now, o, o.alternatives_for, topos[i]);
-            const Run run = run_once(m, alt.trace, base_opts);
+            SimOptions so = base_opts;
+            so.stop_after_start = std::to_string(o.alternatives_for);  // its start and place are all it asks
+            const Run run = run_once(m, alt.trace, so);
             const SimJobResult& r = run.r.job_results[run.index.at(std::to_string(o.alternatives_for))];
             ForecastAlternative& a = it->alternatives[i];
             a.topology = topos[i];
@@ -769,6 +787,9 @@ std::string format_forecast(const Model& m, const Forecast& f, bool json)
         add(o, "made_at_epoch", json_object_new_int64(f.made_at));
         add(o, "step_s", jnum(f.step_s, 0));
         add(o, "samples", json_object_new_int(f.samples));
+        // start_p10/p50/p90 null: not started by then in that share of the
+        // sample runs (null here: they ran until every job had started).
+        add(o, "bands_until", f.bands_until < 0 ? nullptr : json_object_new_int64(f.bands_until));
         add(o, "power_source", jstr(f.power_source));
         add(o, "runtime_history", json_object_new_int(f.runtime_history));
         add(o, "arrivals", json_object_new_int(f.arrivals));
@@ -882,9 +903,16 @@ std::string format_forecast(const Model& m, const Forecast& f, bool json)
         out << line;
         for (const ForecastJob& j : f.jobs) {
             std::string start = when(j.start, f.made_at);
-            if (j.start >= 0 && f.samples > 1 && (j.start_p10 != j.start || j.start_p90 != j.start))
-                start += " [" + (j.start_p10 < 0 ? std::string("never") : format_utc(j.start_p10).substr(11, 5)) +
-                         "-" + (j.start_p90 < 0 ? std::string("never") : format_utc(j.start_p90).substr(11, 5)) + "]";
+            // A band the sample runs did not reach (they stop at the
+            // horizon): "after" when they stopped.
+            auto hhmm = [&](int64_t t) {
+                return t >= 0 ? format_utc(t).substr(11, 5)
+                              : f.bands_until >= 0 ? "after " + format_utc(f.bands_until).substr(11, 5) : "never";
+            };
+            if (j.start >= 0 && f.samples > 1 && j.start_p10 < 0 && j.start_p90 < 0 && f.bands_until >= 0)
+                start += " [" + hhmm(-1) + "]";
+            else if (j.start >= 0 && f.samples > 1 && (j.start_p10 != j.start || j.start_p90 != j.start))
+                start += " [" + hhmm(j.start_p10) + "-" + hhmm(j.start_p90) + "]";
             if (j.start >= 0)
                 start += " on " + j.nodes_list;
             std::snprintf(line, sizeof line, "%-8u %5d %5d %-14s %-9d ", j.id, j.nodes, j.gpus, j.topology.c_str(),

@@ -40,6 +40,13 @@ struct ForecastOptions {
     // estimates (the band has no width).
     int samples = 20;
     const PowerCdf* power = nullptr;
+    // The sample runs stop at the horizon, where the bands end (a run
+    // costs far less: a deep queue drains over days): a job that has not
+    // started by then in a share of them has no P10/P50/P90 start there
+    // (null; Forecast::bands_until says when). true: they run on until
+    // every job has started, for every job's P10-P90 start (the backtest
+    // scores them all), at the price of the whole drain per run.
+    bool samples_to_end = false;
     // Runs at once (the sample runs, then the flexibility offers' runs),
     // each on a thread of its own: independent simulations, so the result
     // is the same for any count. 1: one after the other.
@@ -130,8 +137,10 @@ struct ForecastJob {
     int nodes = 0, gpus = 0;
     int64_t start = -1;    // epoch s (the class-estimate run); -1: never (no placement its intent accepts)
     int64_t end = -1;      // start + time limit
-    int64_t start_p10 = -1, start_p90 = -1;  // over the sample runs (drawn power and run times)
-    int64_t start_p50 = -1;                  // their median (the starts run's start with one run)
+    // Over the sample runs (drawn power and run times); -1: the job had not
+    // started in that share of them by Forecast::bands_until (or never).
+    int64_t start_p10 = -1, start_p90 = -1;
+    int64_t start_p50 = -1;  // their median (the starts run's start with one run)
     int domains = 0;
     std::string nodes_list;  // Slurm hostlist of the model's node names
     std::vector<ForecastAlternative> alternatives;
@@ -148,6 +157,9 @@ struct Forecast {
     int64_t made_at = 0;
     double step_s = 0;
     int samples = 0;
+    // When the sample runs stopped (epoch s: made_at + the horizon); -1:
+    // they ran until every job had started (samples_to_end, or one run).
+    int64_t bands_until = -1;
     std::string power_source;
     int runtime_history = 0;   // ratios the run times were drawn from (0: time limits)
     int arrivals = 0;          // jobs the starts run expects to be submitted within the horizon  // "class estimates" or the CDF's source

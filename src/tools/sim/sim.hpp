@@ -94,6 +94,17 @@ struct SimOptions {
     // The trace clock's start, the time of the timeline's generated_at
     // (a forecast: now, on the epoch clock); -1: the first submit.
     double origin = -1;
+    // >= 0: the run ends at this time (the trace's clock): no event after
+    // it runs, a job not started by then has start -1, and one running
+    // keeps the end its start gave it (a forecast's sample runs, whose
+    // bands end at the horizon); -1: until nothing is left to happen. The
+    // result's statistics then cover the run up to the stop only.
+    double stop_at = -1;
+    // A job id: the run ends once that job has started, its start and
+    // placement being all that is asked (a forecast's alternatives); not
+    // with curtailment, whose controller may still move it. Empty: no such
+    // stop.
+    std::string stop_after_start;
     int backfill_depth = 500; // queued jobs looked at per pass (Slurm's bf_max_job_test)
     // block, block-seg: BlockSizes in nodes (the first the base block's);
     // empty: what `m2g topology export --format=block` writes. {0}:

@@ -71,8 +71,17 @@ void Simulator::start_pinned()
 // the curtailment controller do, then the state measured.
 void Simulator::run_events()
 {
+    int stop_job = -1;  // SimOptions::stop_after_start
+    if (!opts.stop_after_start.empty() && !curtail)
+        for (size_t i = 0; i < jobs.size() && stop_job < 0; ++i)
+            if (jobs[i].id == opts.stop_after_start)
+                stop_job = static_cast<int>(i);
     while (!events.empty()) {
+        if (stop_job >= 0 && jobs[stop_job].start >= 0)
+            break;
         const double now = events.top().t;
+        if (opts.stop_at >= 0 && now > opts.stop_at)
+            break;  // SimOptions::stop_at: nothing after it is asked for
         const double dt = now - last_t;
         if (dt > 0 && curtail && !segments.empty() && segments.back().t1 == last_t &&
             segments.back().busy_gpus == busy_gpus && segments.back().busy_nodes == busy_nodes &&

@@ -388,6 +388,49 @@ TEST_F(ForecastTest, RunTimesFromHistoryArrivalsAndMeasuredPower)
     EXPECT_NEAR(measured.bands.front().p50[0], (140 * w + 4 * 999) / 1000.0, 1e-6);
 }
 
+// The sample runs stop at the horizon, where the bands end: the bands are
+// those of runs to the end, a job that starts after it in every sample has
+// no P10-P90 start (the text says "after"), and samples_to_end gives it one.
+TEST_F(ForecastTest, SampleRunsStopAtTheHorizon)
+{
+    staircase();
+    job(20, JobState::Pending, 72, kStrict).slurm_reason = "Resources";
+    // Every node: it waits for nvl05's job (no time limit: 7 days x its
+    // drawn ratio, 16.8 h at the least).
+    job(21, JobState::Pending, 576).slurm_reason = "Priority";
+    ForecastOptions o;
+    o.samples = 20;
+    o.horizon_s = 2 * kHour;
+    o.runtime_ratios = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
+    const Forecast f = make_forecast(m, c, SignalsView{}, kNow, o);
+    EXPECT_EQ(f.bands_until, kNow + 2 * kHour);
+    EXPECT_GE(of(f, 20).start_p10, kNow);  // within the horizon: a band
+    EXPECT_LE(of(f, 20).start_p90, kNow + 2 * kHour);
+    EXPECT_GT(of(f, 21).start, kNow + 2 * kHour);  // the starts run goes on to the end
+    EXPECT_EQ(of(f, 21).start_p10, -1);
+    EXPECT_EQ(of(f, 21).start_p50, -1);
+    EXPECT_EQ(of(f, 21).start_p90, -1);
+    const std::string text = format_forecast(m, f, false);
+    EXPECT_NE(text.find("[after 22:00]"), std::string::npos) << text;
+    EXPECT_NE(format_forecast(m, f, true).find("\"bands_until\""), std::string::npos);
+
+    o.samples_to_end = true;
+    const Forecast g = make_forecast(m, c, SignalsView{}, kNow, o);
+    EXPECT_EQ(g.bands_until, -1);
+    EXPECT_GT(of(g, 21).start_p10, kNow + 16 * kHour);
+    EXPECT_LE(of(g, 21).start_p10, of(g, 21).start_p90);
+    EXPECT_EQ(of(g, 20).start_p10, of(f, 20).start_p10);
+    EXPECT_EQ(of(g, 20).start_p50, of(f, 20).start_p50);
+    EXPECT_EQ(of(g, 20).start_p90, of(f, 20).start_p90);
+    // Nothing before the stop changes: the same bands.
+    ASSERT_EQ(f.bands.size(), g.bands.size());
+    for (size_t b = 0; b < f.bands.size(); ++b) {
+        EXPECT_EQ(f.bands[b].p10, g.bands[b].p10) << f.bands[b].name;
+        EXPECT_EQ(f.bands[b].p50, g.bands[b].p50) << f.bands[b].name;
+        EXPECT_EQ(f.bands[b].p90, g.bands[b].p90) << f.bands[b].name;
+    }
+}
+
 TEST_F(ForecastTest, FlexibilityOfferShedsWithCurtailmentAndSaysWhenItCannot)
 {
     staircase();

@@ -338,6 +338,32 @@ TEST(SimOptions, LoadScalesInterArrivalTimes)
     EXPECT_THROW(run("placement.csv", SimPolicy::M2G, o), Error);  // all submitted at once: no span to scale
 }
 
+// A run may end early (a forecast's samples at the horizon, its
+// alternatives once the job asked about has started): what happened
+// before the stop is what the whole run has, and nothing after it starts.
+TEST(SimOptions, StopAtATimeOrOnceAJobStarted)
+{
+    for (SimPolicy p : kAll) {
+        SCOPED_TRACE(to_string(p));
+        SimOptions o;
+        o.backfill_slurm = true;
+        o.bf_resolution_s = 0;
+        const SimResult whole = run("backfill.csv", p, o);
+        ASSERT_EQ(job(whole, "j3").start, 110);
+        o.stop_at = 50;
+        const SimResult at = run("backfill.csv", p, o);
+        EXPECT_EQ(job(at, "j2").start, job(whole, "j2").start);
+        EXPECT_EQ(job(at, "j2").end, job(whole, "j2").end);
+        EXPECT_EQ(job(at, "j1").start, -1);
+        EXPECT_EQ(job(at, "j3").start, -1);
+        o.stop_at = -1;
+        o.stop_after_start = "j1";
+        const SimResult once = run("backfill.csv", p, o);
+        EXPECT_EQ(job(once, "j1").start, 100);
+        EXPECT_EQ(job(once, "j1").placed, job(whole, "j1").placed);
+        EXPECT_EQ(job(once, "j3").start, -1);
+    }
+}
 TEST(SimOptions, SeedShufflesOnlySameSecondSubmits)
 {
     auto ids = [](const SimResult& r) {
