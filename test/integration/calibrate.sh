@@ -8,7 +8,10 @@
 # study); this suite tests that the chain works: every job is submitted at
 # its offset, completes, is matched to its simulated twin, and the page says
 # per policy what agreed. Block is strict by construction on both sides, so
-# its containment must be 100% in both. The testbed runs on base 63000
+# its containment must be 100% in both. The series runs with
+# --slurm-conf-extra (DebugFlags=Backfill, SlurmctldDebug=verbose), as one
+# traces which reservation held a job, and the suite checks that the lines
+# reached slurmctld. The testbed runs on base 63000
 # (m2g-compare's own port rules) and is stopped by PID when anything fails.
 # Output: TAP. Run as root, on a 26.05 build.
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -23,15 +26,21 @@ if [[ $(tb_slurm_release) != 26.05 ]]; then
 	skip "the calibration runs Slurm 26.05's topology/block" "this build is for Slurm $(tb_slurm_release)"
 	exit 0
 fi
-plan 11
+plan 14
 
 W=$TB_TMP/cal
 stop_cal_testbed() { "$M2G_TESTBED" down --remove --base "$BASE" >/dev/null 2>&1 || true; }
 TB_CLEANUP_FUNCS+=(stop_cal_testbed)
 
+rc=0
+"$SRC/contrib/m2g-compare" --slurm-conf-extra "$TB_TMP/no-such-file" --configs block >"$TB_TMP/usage" 2>&1 || rc=$?
+is "$rc" 2 "m2g-compare --slurm-conf-extra with a missing file is a usage error (status 2), before any testbed"
+ok "grep -q 'slurm-conf-extra .*no such readable file' '$TB_TMP/usage'" "... and says which file and why"
+
+printf '%s\n' '# trace the backfill plan' DebugFlags=Backfill SlurmctldDebug=verbose >"$TB_TMP/bf.extra"
 t0=$SECONDS
 rc=0
-"$SRC/contrib/m2g-calibrate" --quick --work "$W" --base "$BASE" \
+"$SRC/contrib/m2g-calibrate" --quick --work "$W" --base "$BASE" --slurm-conf-extra "$TB_TMP/bf.extra" \
 	--build-26.05 "$BUILD" --build-22.05 "$BUILD" >"$TB_TMP/log" 2>&1 &
 cal=$!
 TB_CLEANUP_PIDS+=("$cal")
@@ -44,6 +53,9 @@ fi
 page=$W/calibration.md
 ok "[[ -s $page ]]" "the page is written into the work directory (--quick writes no results page)"
 ok "grep -q 'a --quick trial, not a results page' '$page'" "the page says it is a trial"
+ok "grep -q 'slurm.conf also had .DebugFlags=Backfill; SlurmctldDebug=verbose.' '$page' &&
+	grep -q 'BACKFILL: test for JobId=' '$W/testbed-philly/runs/m2g.1/slurmctld.run.log'" \
+	"--slurm-conf-extra: the page quotes the lines and slurmctld logged each backfill test"
 
 # One log line per policy and run: "philly POLICY run 1: jobs N, containment SIM/REAL, ..."
 line_of() { grep -m1 "m2g-calibrate: philly $1 run 1: " "$TB_TMP/log" || true; }
