@@ -119,6 +119,7 @@ class Simulator {
     void hide_reserved(bool hide);
     void hide_nodes(const std::vector<int>& nodes, bool hide);
     void blocked_during(double t0, double t1);
+    void blocked_list();
     void backfill_slurm(double now);
     void backfill_pass(double now);
     bool could_start_now(int j, double now);
@@ -328,6 +329,10 @@ class Simulator {
     std::vector<int> blocked;
     std::vector<uint64_t> blocked_bits, picked_bits;
     std::vector<int> bf_deferred;          // candidates whose reservation waits (backfill_slurm)
+    // Per pass, for g = 0..gpn: the healthy nodes that hold g GPUs at all
+    // (when every job on them has ended), a bitmap, for backfill_one's
+    // window test.
+    std::vector<std::vector<uint64_t>> bf_capable;
     // SimOptions::bf_interval_s: when the last pass ran, whether anything
     // changed since (backfill.c _more_work), and whether a kBackfill event
     // for the next pass is queued.
