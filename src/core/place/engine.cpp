@@ -326,6 +326,7 @@ int Engine::best_fit_switch(int need)
                 best_heat = heat;
             }
         }
+    best_switch_groups_ = best_groups;
     return best_switch;
 }
 
@@ -340,9 +341,13 @@ void Engine::take(int best_group, int best_switch, int need, Placement& out)
         for (const auto& [g, units] : picks_)
             fill_group(g, units, out);
     }
-    std::sort(out.nodes.begin(), out.nodes.end(), [&](int a, int b) { return m_.nodes[a].rank < m_.nodes[b].rank; });
+    auto by_rank = [&](int a, int b) { return m_.nodes[a].rank < m_.nodes[b].rank; };
+    if (!std::is_sorted(out.nodes.begin(), out.nodes.end(), by_rank))  // most often one group's, in order
+        std::sort(out.nodes.begin(), out.nodes.end(), by_rank);
     auto group_rank = [&](int d) { return d >= 0 ? m_.nodes[m_.domains[d].nodes.front()].rank : m_.nodes[-1 - d].rank; };
-    std::sort(out.domains.begin(), out.domains.end(), [&](int a, int b) { return group_rank(a) < group_rank(b); });
+    auto by_group_rank = [&](int a, int b) { return group_rank(a) < group_rank(b); };
+    if (!std::is_sorted(out.domains.begin(), out.domains.end(), by_group_rank))
+        std::sort(out.domains.begin(), out.domains.end(), by_group_rank);
     out.domains_used = static_cast<int>(out.domains.size());
     for (int n : out.nodes) {
         const int leaf = groups_[node_group_[n]].parent;
@@ -460,7 +465,10 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
         out.reason = r.str();
         return out;
     }
-    take(group, sw, need, out);
+    if (req.answer_only)  // what take() would use: one group, or the switch's picks
+        out.domains_used = group >= 0 ? 1 : best_switch_groups_;
+    else
+        take(group, sw, need, out);
     out.top_switch = sw;
 
     // Does it meet the intent?

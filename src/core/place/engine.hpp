@@ -41,6 +41,9 @@ struct PlacementRequest {
     bool fallback = false;   // prefer: the wait is over, best effort is accepted
     int spare_per_domain = 0;
     bool explain = true;     // false: a probe nobody reads; Placement::reason stays empty
+    // A probe that asks only whether the job places (ok, meets_intent,
+    // domains_used, top_switch): no nodes are chosen, no reason written.
+    bool answer_only = false;
     // A job that takes part of each node's GPUs (gpus_per_node > 0) and the
     // GPUs free on each model node now: within a domain it goes to the nodes
     // it leaves the fewest GPUs free on (best fit), so whole nodes stay
@@ -109,7 +112,7 @@ class Engine {
     std::string count_units(const PlacementRequest& req);
     void sum_switch_units();
     int best_fit_group(int need) const;
-    int best_fit_switch(int need);
+    int best_fit_switch(int need);  // sets best_switch_groups_
     void take(int best_group, int best_switch, int need, Placement& out);
     std::string wait_reason(const PlacementRequest& req, const Placement& out, int most,
                             const std::string& avoided) const;
@@ -128,6 +131,7 @@ class Engine {
     std::vector<int> sw_units_;   // capacity per switch in units
     std::vector<int> excluded_;   // per group: 0 ok, 1 NVLink fault, 2 over limit
     std::vector<std::pair<int, int>> picks_;      // (group, units)
+    int best_switch_groups_ = 0;                  // groups best_fit_switch()'s switch would use
     mutable std::vector<uint8_t> taken_;
     mutable std::vector<int> used_leaves_;
     std::vector<int> fit_nodes_;  // best_fit_nodes()

@@ -437,6 +437,7 @@ Outcome PlacementSession::decide_impl(const JobFacts& asked, const std::vector<u
             usable_[mi] = allowed_[mi] && (!free_now || gpn == 0 || free_gpus(static_cast<int>(mi)) >= gpn);
     };
     PlacementRequest req;
+    req.explain = will_run_reasons_ || mode != SelectMode::WillRun;
     req.nodes = job.nodes;
     req.segment = intent.segment;
     req.locality = intent.locality;
@@ -452,8 +453,9 @@ Outcome PlacementSession::decide_impl(const JobFacts& asked, const std::vector<u
     int64_t since = prefer ? clock_of(job, now) : 0;
     auto wait_over = [&] { return job.wait_over || (since > 0 && now - since >= pol.prefer_wait_sec); };
     req.fallback = prefer && wait_over();
-    ClusterState state = merged_health(view.snap);
-    state.domain_heat = heat_;  // prefer cooler racks among equal fits
+    decide_state_ = merged_health(view.snap);
+    decide_state_.domain_heat = heat_;  // prefer cooler racks among equal fits
+    const ClusterState& state = decide_state_;
     // Placements on nodes free now come first, also when planning, so
     // backfill starts what can start now; planning then looks further.
     fill_usable(true);
@@ -481,7 +483,8 @@ Outcome PlacementSession::decide_impl(const JobFacts& asked, const std::vector<u
     // carries its own reason: this one is a probe until it places.
     const bool looks_further = mode == SelectMode::WillRun && free_at;
     PlacementRequest first = req;
-    first.explain = !looks_further;
+    first.explain = req.explain && !looks_further;
+    first.answer_only = looks_further;
     Placement p = place(first);
     if (p.ok && looks_further)
         p = place(req);
@@ -892,12 +895,13 @@ Placement PlacementSession::earliest_placement(const PlacementRequest& req, int 
     };
     size_t lo = static_cast<size_t>(std::lower_bound(times_.begin(), times_.end(), enough) - times_.begin());
     size_t hi = times_.size() - 1;
-    Placement best = place_by(hi, req);
-    if (!best.ok)
-        return best;
+    // The probes ask only whether it places; the answer is placed whole.
     PlacementRequest probe = req;
     probe.explain = false;
-    const size_t last = hi;
+    probe.answer_only = true;
+    Placement at_last = place_by(hi, probe);
+    if (!at_last.ok)
+        return req.explain ? place_by(hi, req) : at_last;  // with the reason it places nowhere
     // Try the likeliest time first (likely_start()). The engine confirms
     // it (places at it, not at the time before); otherwise it narrows the
     // bisection, whose answer it cannot change.
@@ -920,7 +924,7 @@ Placement PlacementSession::earliest_placement(const PlacementRequest& req, int 
         else
             lo = mid + 1;
     }
-    return hi == last ? best : place_by(hi, req);
+    return place_by(hi, req);
 }
 
 // earliest_placement()'s first guess, `enough` the first time with as many

@@ -276,6 +276,13 @@ class PlacementSession {
     // count too.
     void set_node_weights(const std::vector<uint64_t>& weights);
 
+    // Whether will-run answers carry their reason text (default: yes, as
+    // select/m2g logs them). The simulator reads only a will-run answer's
+    // nodes and times, and asks hundreds of thousands per forecast: without
+    // the text the same answer costs fewer placements (the bisection's last
+    // probe is the answer, not placed again to be explained).
+    void set_will_run_reasons(bool on) { will_run_reasons_ = on; }
+
     // A job began on `model_nodes` (its nodes the model knows): book its
     // power per domain until the feed's next snapshot, its GPUs in the
     // pacer while an event is active, count the placement and drop its
@@ -377,6 +384,7 @@ class PlacementSession {
     // HealthFile state merged with the snapshot's health, rebuilt when
     // either changes.
     ClusterState merged_;
+    ClusterState decide_state_;  // merged_ with this test's heat (kept: its vectors' room)
     std::shared_ptr<const Signals> merged_for_;  // held, so its address cannot be reused
     int64_t merged_health_mtime_ = -1;
     // Power of jobs started since the snapshot in force was written.
@@ -395,6 +403,7 @@ class PlacementSession {
     int node_gpus_ = 0;              // the model's usual GPUs per node (shape_job())
     std::vector<uint64_t> weight_;   // per model node: Slurm's sched_weight (set_node_weights())
     bool weights_differ_ = false;
+    bool will_run_reasons_ = true;
     std::vector<int64_t> free_time_;  // per model node: earliest_placement()'s
     std::vector<int64_t> times_;
     std::vector<int64_t> domain_times_;  // likely_start()'s

@@ -120,6 +120,7 @@ void Simulator::choose_policy()
     switch (opts.policy) {
     case SimPolicy::M2G:
         select = std::make_unique<PlacementSession>(SessionLog{}, 0);
+        select->set_will_run_reasons(false);  // backfill reads a will-run's nodes and times only
         placer = make_tree_placer(m, true);
         // Preemption: what stock block would evict on the same state, for
         // the paired comparison (SimResult::paired_*).

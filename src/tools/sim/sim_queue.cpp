@@ -457,9 +457,22 @@ int Simulator::will_run_free_at(int head, double now, double& shadow, const uint
         fut_offer[n] = node_ok[n] && m.nodes[n].gpus >= g &&
                        !(held && (held[n / 64] >> (n % 64) & 1));
     const int total = static_cast<int>(std::count(fut_offer.begin(), fut_offer.end(), uint8_t(1)));
+    const size_t width = static_cast<size_t>(gpn) + 1;
+    if (free_at_memo_version != version || free_at_memo_running != running_version || free_at_memo_now != now) {
+        free_at_memo.assign(m.nodes.size() * width, -1);
+        free_at_memo_version = version;
+        free_at_memo_running = running_version;
+        free_at_memo_now = now;
+    }
     const FreeAt free_at = [&](int n, int gpus) {
+        int64_t* memo = gpus >= 0 && gpus <= gpn ? &free_at_memo[static_cast<size_t>(n) * width + static_cast<size_t>(gpus)] : nullptr;
+        if (memo && *memo >= 0)
+            return *memo;
         const double t = static_cast<double>(free_ms(n, gpus)) / 1000;
-        return t <= now ? int64_t(0) : epoch(t);
+        const int64_t e = t <= now ? int64_t(0) : epoch(t);
+        if (memo)
+            *memo = e;
+        return e;
     };
     const Outcome o = select->decide(facts_of(head), fut_offer, total, [&](int n) { return node_free[n]; },
                                      SelectMode::WillRun, epoch(now), free_at);
@@ -702,6 +715,7 @@ void Simulator::backfill_slurm(double now)
         if (node_ok[n])
             for (int g = 0; g <= std::min(m.nodes[n].gpus, gpn); ++g)
                 bf_capable[static_cast<size_t>(g)][n / 64] |= uint64_t(1) << (n % 64);
+    bf_free_version = 0;
     const int head = queue.front();
     int looked = 0;
     for (auto it = queue.begin(); it != queue.end() && free_gpus > 0 && looked < opts.backfill_depth; ++looked) {
@@ -782,13 +796,22 @@ void Simulator::backfill_pass(double now)
 bool Simulator::could_start_now(int j, double now)
 {
     const int g = std::max(jobs[j].gpus_per_node, 1);
+    if (g > gpn)
+        return false;  // no node has its GPUs free
+    const size_t words = blocked_bits.size();
+    if (bf_free_version != version) {
+        bf_free.assign(static_cast<size_t>(gpn) + 1, std::vector<uint64_t>(words, 0));
+        for (size_t n = 0; n < m.nodes.size(); ++n)
+            if (node_ok[n])
+                for (int k = 0; k <= std::min(node_free[n], gpn); ++k)
+                    bf_free[static_cast<size_t>(k)][n / 64] |= uint64_t(1) << (n % 64);
+        bf_free_version = version;
+    }
     blocked_during(now, now + plan_len(j));
-    int open = usable_nodes(g);
-    for (size_t w = 0; w < blocked_bits.size(); ++w)
-        for (uint64_t x = blocked_bits[w]; x; x &= x - 1) {
-            const size_t n = w * 64 + static_cast<unsigned>(__builtin_ctzll(x));
-            open -= node_ok[n] && node_free[n] >= g;
-        }
+    const std::vector<uint64_t>& free = bf_free[static_cast<size_t>(g)];
+    int open = 0;
+    for (size_t w = 0; w < words; ++w)
+        open += __builtin_popcountll(free[w] & ~blocked_bits[w]);
     return jobs[j].nodes <= open;
 }
 

@@ -303,6 +303,12 @@ class Simulator {
     std::vector<int> fut_free, fut_try;
     std::vector<uint8_t> fut_offer;
     NodeReleases node_rel;  // will_run_free_at: per node, when its running jobs give GPUs back (ms)
+    // will_run_free_at's FreeAt answers, per node x GPU count (-1: not yet
+    // asked), for one state (version, running_version) and time: a pass
+    // asks the same ones for every job it plans.
+    std::vector<int64_t> free_at_memo;
+    uint64_t free_at_memo_version = 0, free_at_memo_running = 0;
+    double free_at_memo_now = -1;
     uint64_t node_end_version = 0;  // the running_version node_rel was built for
     std::vector<std::pair<double, int>> plan_ends_;  // planned_ends()
     uint64_t plan_ends_version = 0;  // the running_version plan_ends_ was built for
@@ -333,6 +339,10 @@ class Simulator {
     // (when every job on them has ended), a bitmap, for backfill_one's
     // window test.
     std::vector<std::vector<uint64_t>> bf_capable;
+    // And the healthy nodes with g GPUs free now, for could_start_now's
+    // count: built for `version` (0: at the pass's start).
+    std::vector<std::vector<uint64_t>> bf_free;
+    uint64_t bf_free_version = 0;
     // SimOptions::bf_interval_s: when the last pass ran, whether anything
     // changed since (backfill.c _more_work), and whether a kBackfill event
     // for the next pass is queued.
