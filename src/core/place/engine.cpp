@@ -118,10 +118,15 @@ void Engine::select_groups(int sw, int need, std::vector<std::pair<int, int>>& p
     const std::vector<int>& gs = subtree_groups_[sw];
     std::vector<uint8_t>& taken = taken_;
     taken.assign(gs.size(), 0);
-    std::vector<int>& used_leaves = used_leaves_;
-    used_leaves.clear();
+    // The leaves this call has used: marked with its own stamp.
+    if (leaf_stamp_.size() != m_.switches.size() || ++stamp_ == 0) {
+        leaf_stamp_.assign(m_.switches.size(), 0);
+        stamp_ = 1;
+    }
+    const uint32_t stamp = stamp_;
     auto leaf_used = [&](int g) {
-        return std::find(used_leaves.begin(), used_leaves.end(), groups_[g].parent) != used_leaves.end();
+        const int leaf = groups_[g].parent;
+        return leaf != kNone && leaf_stamp_[static_cast<size_t>(leaf)] == stamp;
     };
     auto leaf_room = [&](int g) { return groups_[g].parent == kNone ? 0 : sw_units_[groups_[g].parent]; };
     // a before b, among groups of equal usefulness: the cooler rack before
@@ -156,8 +161,8 @@ void Engine::select_groups(int sw, int need, std::vector<std::pair<int, int>>& p
         taken[k] = 1;
         const int g = gs[k], take = fit >= 0 ? need : units_[g];
         picks.emplace_back(g, take);
-        if (groups_[g].parent != kNone && !leaf_used(g))
-            used_leaves.push_back(groups_[g].parent);
+        if (groups_[g].parent != kNone)
+            leaf_stamp_[static_cast<size_t>(groups_[g].parent)] = stamp;
         need -= take;
     }
 }
@@ -223,14 +228,25 @@ std::string Engine::count_units(const PlacementRequest& req)
     const ClusterState& state = *state_;
     std::fill(free_.begin(), free_.end(), 0);
     int degraded = 0;
-    for (size_t n = 0; n < usable.size() && n < node_group_.size(); ++n) {
-        if (!usable[n])
-            continue;
-        if (!state.node_degraded.empty() && state.node_degraded[n]) {
-            ++degraded;
-            continue;
+    const size_t count = std::min(usable.size(), node_group_.size());
+    const uint8_t* use = usable.data();
+    const int* group_of = node_group_.data();
+    int* free = free_.data();
+    if (state.node_degraded.empty()) {
+        for (size_t n = 0; n < count; ++n)
+            free[group_of[n]] += use[n] != 0;
+    } else {
+        const uint8_t* bad = state.node_degraded.data();
+        const size_t known = state.node_degraded.size();
+        for (size_t n = 0; n < count; ++n) {
+            if (!use[n])
+                continue;
+            if (n < known && bad[n]) {
+                ++degraded;
+                continue;
+            }
+            ++free[group_of[n]];
         }
-        ++free_[node_group_[n]];
     }
     if (req.node_weight) {
         std::fill(min_weight_.begin(), min_weight_.end(), UINT64_MAX);

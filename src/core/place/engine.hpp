@@ -133,7 +133,8 @@ class Engine {
     std::vector<std::pair<int, int>> picks_;      // (group, units)
     int best_switch_groups_ = 0;                  // groups best_fit_switch()'s switch would use
     mutable std::vector<uint8_t> taken_;
-    mutable std::vector<int> used_leaves_;
+    mutable std::vector<uint32_t> leaf_stamp_;  // select_groups(): per switch, the call that used it as a leaf
+    mutable uint32_t stamp_ = 0;
     std::vector<int> fit_nodes_;  // best_fit_nodes()
     std::vector<uint64_t> min_weight_;  // per group: its lightest usable node (node_weight)
     std::vector<int> by_weight_;  // fill_group(): a group's nodes, lightest first

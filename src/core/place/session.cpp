@@ -373,7 +373,7 @@ Outcome PlacementSession::decide_impl(const JobFacts& asked, const std::vector<u
     if (mode == SelectMode::TestOnly)
         heat_.assign(model_->domains.size(), 0.0);
     else
-        gate = m2g::gate(*model_, view, gr, started_kw(view.snap.get()), &pacer_, usable_, heat_);
+        gate = m2g::gate(*model_, view, gr, started_kw(view.snap.get()), &pacer_, usable_, heat_, &gate_cache_);
     // The signals leave the job nothing to start on: it waits, and says why.
     auto blocked = [&]() -> Outcome {
         o.offer = Outcome::Offer::Refuse;
@@ -876,21 +876,35 @@ Placement PlacementSession::earliest_placement(const PlacementRequest& req, int 
                                                const ClusterState& state, const FreeAt& free_at, int64_t now)
 {
     free_time_.assign(allowed_.size(), 0);
-    times_.clear();
+    by_free_time_.clear();
     for (size_t mi = 0; mi < allowed_.size(); ++mi)
         if (allowed_[mi]) {
             free_time_[mi] = std::max(free_at(static_cast<int>(mi), gpus_per_node), now);
-            times_.push_back(free_time_[mi]);
+            by_free_time_.push_back(static_cast<int>(mi));
         }
-    std::sort(times_.begin(), times_.end());
-    if (times_.empty())
+    if (by_free_time_.empty())
         return Placement{};
+    std::sort(by_free_time_.begin(), by_free_time_.end(),
+              [&](int a, int b) { return free_time_[a] < free_time_[b]; });
+    times_.clear();
+    for (int mi : by_free_time_)
+        times_.push_back(free_time_[mi]);
     // The time by which req.nodes allowed nodes are free (the last when never).
     const int64_t enough = times_[std::min(times_.size(), static_cast<size_t>(std::max(req.nodes, 1))) - 1];
     times_.erase(std::unique(times_.begin(), times_.end()), times_.end());
+    // usable_ holds the first `in` nodes of by_free_time_: those free by
+    // the time tried last; each try moves that edge.
+    std::fill(usable_.begin(), usable_.end(), uint8_t{0});
+    size_t in = 0;
     auto place_by = [&](size_t k, const PlacementRequest& r) {
-        for (size_t mi = 0; mi < allowed_.size(); ++mi)
-            usable_[mi] = allowed_[mi] && free_time_[mi] <= times_[k];
+        const size_t want = static_cast<size_t>(
+            std::upper_bound(by_free_time_.begin(), by_free_time_.end(), times_[k],
+                             [&](int64_t t, int mi) { return t < free_time_[mi]; }) -
+            by_free_time_.begin());
+        for (; in < want; ++in)
+            usable_[by_free_time_[in]] = 1;
+        for (; in > want; --in)
+            usable_[by_free_time_[in - 1]] = 0;
         return engine_->place(r, usable_, state);
     };
     size_t lo = static_cast<size_t>(std::lower_bound(times_.begin(), times_.end(), enough) - times_.begin());

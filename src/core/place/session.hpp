@@ -406,9 +406,11 @@ class PlacementSession {
     bool will_run_reasons_ = true;
     std::vector<int64_t> free_time_;  // per model node: earliest_placement()'s
     std::vector<int64_t> times_;
+    std::vector<int> by_free_time_;   // the allowed nodes, soonest free first
     std::vector<int64_t> domain_times_;  // likely_start()'s
     std::vector<double> started_kw_;  // per domain
     std::vector<double> heat_;        // per domain
+    GateCache gate_cache_;            // gate()'s facts of the last snapshot
     struct DecodedIntent {
         std::vector<std::string> env;
         JobIntent intent;

@@ -689,8 +689,35 @@ Decision decide(const Model& m, const SignalsView& v, const AdmissionRequest& r,
 
 namespace {
 
+// Each rack's heat (mean GPU temperature of its known nodes; a rack with
+// a hot or critical node sorts after every other; a feed without thermal
+// data leaves every rack at 0) and the nodes down, from the snapshot.
+void snapshot_facts(const Model& m, const Signals* s, std::vector<double>& heat, std::vector<int>& down)
+{
+    heat.assign(m.domains.size(), 0.0);
+    down.clear();
+    if (!s)
+        return;
+    for (size_t d = 0; d < m.domains.size() && !s->thermal.empty(); ++d) {
+        double sum = 0;
+        int known = 0;
+        bool hot = false;
+        for (int n : m.domains[d].nodes) {
+            if (n < 0 || static_cast<size_t>(n) >= s->thermal.size() || !s->thermal[n].known)
+                continue;
+            sum += s->thermal[n].gpu_temp_c;
+            ++known;
+            hot = hot || s->thermal[n].state == ThermalState::Hot || s->thermal[n].state == ThermalState::Critical;
+        }
+        heat[d] = (known ? sum / known : 0.0) + (hot ? 1000.0 : 0.0);
+    }
+    for (size_t n = 0; n < s->node_down.size(); ++n)
+        if (s->node_down[n])
+            down.push_back(static_cast<int>(n));
+}
+
 GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r, const std::vector<double>& started_kw,
-                     const Pacer* pacer, std::vector<uint8_t>& usable, std::vector<double>& heat)
+                     const Pacer* pacer, std::vector<uint8_t>& usable, std::vector<double>& heat, GateCache* cache)
 {
     const AdmissionPolicy& p = m.admission;
     GateResult g;
@@ -703,7 +730,6 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
     };
     std::string blocked;
     WaitCause blocked_by = WaitCause::None;
-    heat.assign(m.domains.size(), 0.0);
     const size_t n_nodes = std::min(usable.size(), m.nodes.size());
     auto clear = [&](int n) {
         if (n >= 0 && static_cast<size_t>(n) < n_nodes && usable[n]) {
@@ -714,24 +740,16 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
         return 0;
     };
     const Signals* s = v.snap.get();
+    GateCache local;
+    GateCache& facts = cache ? *cache : local;
+    if (!facts.filled || facts.snap != v.snap) {
+        snapshot_facts(m, s, facts.heat, facts.down);
+        facts.snap = v.snap;
+        facts.filled = true;
+    }
+    heat = facts.heat;
 
     if (s) {
-        // Heat: mean GPU temperature of the rack's known nodes; a rack
-        // with a hot or critical node sorts after every other (a feed
-        // without thermal data leaves every rack at 0).
-        for (size_t d = 0; d < m.domains.size() && !s->thermal.empty(); ++d) {
-            double sum = 0;
-            int known = 0;
-            bool hot = false;
-            for (int n : m.domains[d].nodes) {
-                if (n < 0 || static_cast<size_t>(n) >= s->thermal.size() || !s->thermal[n].known)
-                    continue;
-                sum += s->thermal[n].gpu_temp_c;
-                ++known;
-                hot = hot || s->thermal[n].state == ThermalState::Hot || s->thermal[n].state == ThermalState::Critical;
-            }
-            heat[d] = (known ? sum / known : 0.0) + (hot ? 1000.0 : 0.0);
-        }
         // Maintenance and down nodes, for every job.
         const int64_t to = r.time_limit_s > 0 ? r.now + r.time_limit_s : 0;
         for (const MaintenanceWindow& w : s->maintenance) {
@@ -744,9 +762,8 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
                 note(WaitCause::Maintenance, "maintenance " + w.id + ": " + std::to_string(k) + " nodes avoided");
         }
         int down = 0;
-        for (size_t n = 0; n < s->node_down.size() && n < n_nodes; ++n)
-            if (s->node_down[n])
-                down += clear(static_cast<int>(n));
+        for (int n : facts.down)
+            down += clear(n);
         if (down)
             note(WaitCause::NodesDown, std::to_string(down) + " nodes down");
     }
@@ -909,10 +926,10 @@ GateResult gate_impl(const Model& m, const SignalsView& v, const GateRequest& r,
 }  // namespace
 
 GateResult gate(const Model& m, const SignalsView& v, const GateRequest& r, const std::vector<double>& started_kw,
-                const Pacer* pacer, std::vector<uint8_t>& usable, std::vector<double>& heat)
+                const Pacer* pacer, std::vector<uint8_t>& usable, std::vector<double>& heat, GateCache* cache)
 {
     try {
-        return gate_impl(m, v, r, started_kw, pacer, usable, heat);
+        return gate_impl(m, v, r, started_kw, pacer, usable, heat, cache);
     } catch (const std::exception& e) {
         GateResult g;
         g.reason = one_line(std::string("m2g: internal error: ") + e.what());

@@ -196,8 +196,20 @@ struct GateResult {
 //     Pace limits during curtailment via `pacer` (not booked here).
 // Fills `heat` (per domain, lower is cooler) so the engine prefers cooler
 // racks. Never throws.
+// What gate() reads from a snapshot alone (each rack's heat, the nodes
+// down), kept by a caller that gates many jobs on the same snapshot
+// (select/m2g: every test until the feed's next one): gate() fills it when
+// its snapshot is not the view's and reads it otherwise.
+struct GateCache {
+    std::shared_ptr<const Signals> snap;
+    bool filled = false;
+    std::vector<double> heat;
+    std::vector<int> down;
+};
+
 GateResult gate(const Model& m, const SignalsView& v, const GateRequest& r, const std::vector<double>& started_kw,
-                const Pacer* pacer, std::vector<uint8_t>& usable, std::vector<double>& heat);
+                const Pacer* pacer, std::vector<uint8_t>& usable, std::vector<double>& heat,
+                GateCache* cache = nullptr);
 
 struct AdmissionAnnotation;
 

@@ -11,6 +11,20 @@
 namespace m2g {
 namespace sim {
 
+namespace {
+
+// Set bits of a node-bitmap word, without a libgcc call on CPUs the build
+// may not assume a popcount instruction for.
+inline int popcount64(uint64_t x)
+{
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return static_cast<int>((x * 0x0101010101010101ull) >> 56);
+}
+
+}  // namespace
+
 void Simulator::push_timeline_events()
 {
     for (size_t i = 0; i < jobs.size(); ++i)
@@ -451,28 +465,30 @@ int Simulator::will_run_free_at(int head, double now, double& shadow, const uint
             for (int n : jobs[j].placed)
                 node_rel.add(n, std::llround(end * 1000), jobs[j].gpus_per_node);
     }
-    auto free_ms = [&](int n, int gpus) { return node_rel.free_at(n, gpus, node_free[n]); };
+    // Memoised per node x GPU count for this state: a pass asks the same
+    // ones for every job it plans.
+    const size_t width = static_cast<size_t>(gpn) + 1;
+    if (free_ms_memo_version != version || free_ms_memo_running != running_version) {
+        free_ms_memo.assign(m.nodes.size() * width, kUnknownMs);
+        free_ms_memo_version = version;
+        free_ms_memo_running = running_version;
+    }
+    auto free_ms = [&](int n, int gpus) {
+        if (gpus < 0 || gpus > gpn)
+            return node_rel.free_at(n, gpus, node_free[n]);
+        int64_t& ms = free_ms_memo[static_cast<size_t>(n) * width + static_cast<size_t>(gpus)];
+        if (ms == kUnknownMs)
+            ms = node_rel.free_at(n, gpus, node_free[n]);
+        return ms;
+    };
     fut_offer.resize(m.nodes.size());
     for (size_t n = 0; n < m.nodes.size(); ++n)
         fut_offer[n] = node_ok[n] && m.nodes[n].gpus >= g &&
                        !(held && (held[n / 64] >> (n % 64) & 1));
     const int total = static_cast<int>(std::count(fut_offer.begin(), fut_offer.end(), uint8_t(1)));
-    const size_t width = static_cast<size_t>(gpn) + 1;
-    if (free_at_memo_version != version || free_at_memo_running != running_version || free_at_memo_now != now) {
-        free_at_memo.assign(m.nodes.size() * width, -1);
-        free_at_memo_version = version;
-        free_at_memo_running = running_version;
-        free_at_memo_now = now;
-    }
     const FreeAt free_at = [&](int n, int gpus) {
-        int64_t* memo = gpus >= 0 && gpus <= gpn ? &free_at_memo[static_cast<size_t>(n) * width + static_cast<size_t>(gpus)] : nullptr;
-        if (memo && *memo >= 0)
-            return *memo;
         const double t = static_cast<double>(free_ms(n, gpus)) / 1000;
-        const int64_t e = t <= now ? int64_t(0) : epoch(t);
-        if (memo)
-            *memo = e;
-        return e;
+        return t <= now ? int64_t(0) : epoch(t);
     };
     const Outcome o = select->decide(facts_of(head), fut_offer, total, [&](int n) { return node_free[n]; },
                                      SelectMode::WillRun, epoch(now), free_at);
@@ -811,7 +827,7 @@ bool Simulator::could_start_now(int j, double now)
     const std::vector<uint64_t>& free = bf_free[static_cast<size_t>(g)];
     int open = 0;
     for (size_t w = 0; w < words; ++w)
-        open += __builtin_popcountll(free[w] & ~blocked_bits[w]);
+        open += popcount64(free[w] & ~blocked_bits[w]);
     return jobs[j].nodes <= open;
 }
 
@@ -852,7 +868,7 @@ bool Simulator::backfill_one(int j, int head, double now)
         int open = 0;
         if (g <= gpn)
             for (size_t w = 0; w < words; ++w)
-                open += __builtin_popcountll(bf_capable[static_cast<size_t>(g)][w] & ~blocked_bits[w]);
+                open += popcount64(bf_capable[static_cast<size_t>(g)][w] & ~blocked_bits[w]);
         if (open < jobs[j].nodes) {
             if (select)
                 select->still_waiting(static_cast<uint32_t>(j), epoch(now));

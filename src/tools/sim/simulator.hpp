@@ -303,12 +303,11 @@ class Simulator {
     std::vector<int> fut_free, fut_try;
     std::vector<uint8_t> fut_offer;
     NodeReleases node_rel;  // will_run_free_at: per node, when its running jobs give GPUs back (ms)
-    // will_run_free_at's FreeAt answers, per node x GPU count (-1: not yet
-    // asked), for one state (version, running_version) and time: a pass
-    // asks the same ones for every job it plans.
-    std::vector<int64_t> free_at_memo;
-    uint64_t free_at_memo_version = 0, free_at_memo_running = 0;
-    double free_at_memo_now = -1;
+    // will_run_free_at's node_rel answers (ms), per node x GPU count, for
+    // one state (version, running_version); kUnknownMs: not yet asked.
+    static constexpr int64_t kUnknownMs = INT64_MIN;
+    std::vector<int64_t> free_ms_memo;
+    uint64_t free_ms_memo_version = 0, free_ms_memo_running = 0;
     uint64_t node_end_version = 0;  // the running_version node_rel was built for
     std::vector<std::pair<double, int>> plan_ends_;  // planned_ends()
     uint64_t plan_ends_version = 0;  // the running_version plan_ends_ was built for
