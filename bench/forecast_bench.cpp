@@ -187,9 +187,12 @@ void BM_ForecastThreads(benchmark::State& state)
 
 BENCHMARK(BM_Forecast)->Args({8, 1000})->UseManualTime()->Unit(benchmark::kSecond)->Iterations(1);
 // 144 nodes with a quarter of the queue, to show how the cost grows with it.
-// 25,002 nodes and 10,000 pending: run on request (M2G_BENCH_LARGE=1); at the
-// 144-node cost it takes hours (doc/results/forecast-bench.md).
+// 2,304 and 25,002 nodes: contrib/m2g-bench-forecast runs them on request
+// (M2G_BENCH_LARGE=1): hours at today's cost (doc/results/forecast-bench.md).
 BENCHMARK(BM_Forecast)->Args({8, 250})->UseManualTime()->Unit(benchmark::kSecond)->Iterations(1);
+// How the cost grows with the cluster: 576 and 2,304 nodes, 1,000 pending.
+BENCHMARK(BM_Forecast)->Args({32, 1000})->UseManualTime()->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_Forecast)->Args({128, 1000})->UseManualTime()->Unit(benchmark::kSecond)->Iterations(1);
 BENCHMARK(BM_Forecast)->Args({1389, 10000})->UseManualTime()->Unit(benchmark::kSecond)->Iterations(1);
 BENCHMARK(BM_ForecastAlternatives)->Args({8, 1000})->UseManualTime()->Unit(benchmark::kSecond)->Iterations(1);
 BENCHMARK(BM_ForecastThreads)->Args({8, 1000})->UseManualTime()->Unit(benchmark::kSecond)->Iterations(1);

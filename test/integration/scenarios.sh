@@ -167,4 +167,19 @@ is "$(cat "$T/jobs.csv")" 'id,gpus,nodes,submit,eligible,start,end,domains,domai
 a,4,1,0,0,0,100,1,1,1,413,,"n1"
 b,8,2,0,0,0,100,1,1,1,413,,"n[3-4]"
 c,12,3,0,0,0,100,2,2,1,413,,"n[5-7]"' "and writes one line per job with its nodes"
+
+# --- contrib/m2g-bench-forecast, short: the forecast bench runs and reports ---------
+# Its seconds and a digest of what the forecast says; one thread or one per
+# core, the forecast is the same (ForecastOptions::threads). No time asserted.
+BENCH=$BUILD/bench/m2g-bench-forecast
+if [[ -x $BENCH ]]; then
+	out=$("$BENCH" --benchmark_filter='BM_Forecast/8/1000|BM_ForecastThreads/8/1000' 2>&1)
+	one=$(sed -n 's|^BM_Forecast/8/1000/.* digest=\([0-9.k]*\).*|\1|p' <<<"$out")
+	many=$(sed -n 's|^BM_ForecastThreads/8/1000/.* digest=\([0-9.k]*\).*|\1|p' <<<"$out")
+	check "m2g-bench-forecast: a 1,000-pending forecast reports its seconds" grep -q 's_per_forecast=[0-9]' <<<"$out"
+	check "m2g-bench-forecast: and a digest of its answers ($one)" test -n "$one"
+	is "$many" "$one" "m2g-bench-forecast: the forecast on one thread per core is the one on one thread (digest)"
+else
+	skip "bench/m2g-bench-forecast not built (make check builds it)"
+fi
 done_testing
