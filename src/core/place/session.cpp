@@ -285,6 +285,15 @@ const ClusterState& PlacementSession::merged_health(const std::shared_ptr<const 
     return merged_;
 }
 
+// merged_health() with the heat gate() found, so the engine prefers cooler
+// racks among equal fits (kept in decide_state_, whose vectors keep their room).
+const ClusterState& PlacementSession::state_with_heat(const std::shared_ptr<const Signals>& snap)
+{
+    decide_state_ = merged_health(snap);
+    decide_state_.domain_heat = heat_;
+    return decide_state_;
+}
+
 // kW per domain of jobs started after the snapshot was written.
 const std::vector<double>& PlacementSession::started_kw(const Signals* snap)
 {
@@ -453,9 +462,7 @@ Outcome PlacementSession::decide_impl(const JobFacts& asked, const std::vector<u
     int64_t since = prefer ? clock_of(job, now) : 0;
     auto wait_over = [&] { return job.wait_over || (since > 0 && now - since >= pol.prefer_wait_sec); };
     req.fallback = prefer && wait_over();
-    decide_state_ = merged_health(view.snap);
-    decide_state_.domain_heat = heat_;  // prefer cooler racks among equal fits
-    const ClusterState& state = decide_state_;
+    const ClusterState& state = state_with_heat(view.snap);
     // Placements on nodes free now come first, also when planning, so
     // backfill starts what can start now; planning then looks further.
     fill_usable(true);

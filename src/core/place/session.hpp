@@ -366,6 +366,7 @@ class PlacementSession {
     SignalsView signals_view(int64_t now) const;
     void refresh_health(int64_t now);
     const ClusterState& merged_health(const std::shared_ptr<const Signals>& snap);
+    const ClusterState& state_with_heat(const std::shared_ptr<const Signals>& snap);
     const std::vector<double>& started_kw(const Signals* snap);
     void error(const std::string& msg) const;
 
