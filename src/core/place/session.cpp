@@ -437,14 +437,7 @@ Outcome PlacementSession::decide_impl(const JobFacts& asked, const std::vector<u
         return o;
     }
 
-    // fill_usable(now): the allowed nodes that have the job's GPUs free
-    // now; with now == false, every allowed node (planning asks about the
-    // future: when could the job run, and where).
     const int gpn = job.gpus_per_node;
-    auto fill_usable = [&](bool free_now) {
-        for (size_t mi = 0; mi < allowed_.size(); ++mi)
-            usable_[mi] = allowed_[mi] && (!free_now || gpn == 0 || free_gpus(static_cast<int>(mi)) >= gpn);
-    };
     PlacementRequest req;
     req.explain = will_run_reasons_ || mode != SelectMode::WillRun;
     req.nodes = job.nodes;
@@ -465,14 +458,10 @@ Outcome PlacementSession::decide_impl(const JobFacts& asked, const std::vector<u
     const ClusterState& state = state_with_heat(view.snap);
     // Placements on nodes free now come first, also when planning, so
     // backfill starts what can start now; planning then looks further.
-    fill_usable(true);
     // A job that takes part of a node's GPUs goes where it leaves the
     // fewest free (the engine's best fit within a domain).
+    fill_usable(true, gpn, free_gpus);
     if (gpn > 0) {
-        node_free_.assign(allowed_.size(), 0);
-        for (size_t mi = 0; mi < allowed_.size(); ++mi)
-            if (usable_[mi])
-                node_free_[mi] = free_gpus(static_cast<int>(mi));
         req.gpus_per_node = gpn;
         req.node_free_gpus = &node_free_;
     }
@@ -526,7 +515,7 @@ Outcome PlacementSession::decide_impl(const JobFacts& asked, const std::vector<u
         if (mode == SelectMode::WillRun && free_at)
             p = earliest_placement(req, job.gpus_per_node, state, free_at, now);
         if (!p.ok) {
-            fill_usable(false);
+            fill_usable(false, gpn, free_gpus);
             p = place(req);
         }
     }
@@ -871,6 +860,30 @@ int64_t NodeReleases::free_at(int node, int need, int free_now) const
     return v.back().end;  // the running jobs hold fewer than the node lacks: when all have ended
 }
 
+// usable_: the allowed nodes that have the job's `gpn` GPUs free now;
+// with free_now == false, every allowed node (planning asks about the
+// future: when could the job run, and where). With free_now and gpn > 0,
+// node_free_ gets the free GPUs of the nodes usable now (0 elsewhere),
+// read once per node.
+void PlacementSession::fill_usable(bool free_now, int gpn, const FreeGpus& free_gpus)
+{
+    if (!free_now || gpn <= 0) {
+        usable_ = allowed_;
+        return;
+    }
+    node_free_.assign(allowed_.size(), 0);
+    for (size_t mi = 0; mi < allowed_.size(); ++mi) {
+        usable_[mi] = 0;
+        if (!allowed_[mi])
+            continue;
+        const int f = free_gpus(static_cast<int>(mi));
+        if (f >= gpn) {
+            usable_[mi] = 1;
+            node_free_[mi] = f;
+        }
+    }
+}
+
 // Will-run: the placement the request accepts on the allowed nodes free
 // soonest. The allowed nodes' free times, ascending, are tried by bisection
 // for the first at which the engine places the job on the nodes free by
@@ -882,17 +895,42 @@ int64_t NodeReleases::free_at(int node, int need, int free_now) const
 Placement PlacementSession::earliest_placement(const PlacementRequest& req, int gpus_per_node,
                                                const ClusterState& state, const FreeAt& free_at, int64_t now)
 {
-    free_time_.assign(allowed_.size(), 0);
-    by_free_time_.clear();
-    for (size_t mi = 0; mi < allowed_.size(); ++mi)
+    const size_t n_nodes = allowed_.size();
+    const size_t g = static_cast<size_t>(std::max(gpus_per_node, 0));
+    if (free_orders_.size() <= g)
+        free_orders_.resize(g + 1);
+    FreeOrder& fo = free_orders_[g];
+    if (fo.time.size() != n_nodes) {
+        fo.time.assign(n_nodes, 0);
+        fo.known.assign(n_nodes, 0);
+        fo.order.clear();
+    }
+    free_time_.assign(n_nodes, 0);
+    bool moved = false, any = false;
+    for (size_t mi = 0; mi < n_nodes; ++mi)
         if (allowed_[mi]) {
-            free_time_[mi] = std::max(free_at(static_cast<int>(mi), gpus_per_node), now);
-            by_free_time_.push_back(static_cast<int>(mi));
+            const int64_t t = std::max(free_at(static_cast<int>(mi), gpus_per_node), now);
+            free_time_[mi] = t;
+            any = true;
+            if (!fo.known[mi] || fo.time[mi] != t) {
+                if (!fo.known[mi])
+                    fo.order.push_back(static_cast<int>(mi));
+                fo.known[mi] = 1;
+                fo.time[mi] = t;
+                moved = true;
+            }
         }
-    if (by_free_time_.empty())
+    if (!any)
         return Placement{};
-    std::sort(by_free_time_.begin(), by_free_time_.end(),
-              [&](int a, int b) { return free_time_[a] < free_time_[b]; });
+    // Nodes not allowed now keep an older time in fo.order; they are
+    // left out below, and the allowed ones are in order of their times
+    // now (ties in any order: a probe takes every node free by its time).
+    if (moved)
+        std::sort(fo.order.begin(), fo.order.end(), [&](int a, int b) { return fo.time[a] < fo.time[b]; });
+    by_free_time_.clear();
+    for (int mi : fo.order)
+        if (allowed_[static_cast<size_t>(mi)])
+            by_free_time_.push_back(mi);
     times_.clear();
     for (int mi : by_free_time_)
         times_.push_back(free_time_[mi]);
@@ -920,23 +958,43 @@ Placement PlacementSession::earliest_placement(const PlacementRequest& req, int 
     PlacementRequest probe = req;
     probe.explain = false;
     probe.answer_only = true;
-    Placement at_last = place_by(hi, probe);
-    if (!at_last.ok)
-        return req.explain ? place_by(hi, req) : at_last;  // with the reason it places nowhere
     // Try the likeliest time first (likely_start()). The engine confirms
     // it (places at it, not at the time before); otherwise it narrows the
-    // bisection, whose answer it cannot change.
+    // bisection, whose answer it cannot change. A guess that places also
+    // answers whether the job places at all (more free nodes never make it
+    // fail), so the probe with every allowed node is asked only when no
+    // guess placed.
+    // Without a reason to write, a probe that may well be the answer
+    // (the guess; the last time when it is the only one left) is placed
+    // whole: a placement that fails costs the same either way, and one
+    // that is the answer need not be placed again.
+    bool places_somewhere = false;
     const int64_t guess = likely_start(req, times_[lo]);
     if (guess > 0 && lo < hi) {
         const size_t k = static_cast<size_t>(std::lower_bound(times_.begin(), times_.end(), guess) - times_.begin());
         if (k >= lo && k < hi) {
-            if (!place_by(k, probe).ok)
+            Placement at_k = place_by(k, req.explain ? probe : req);
+            if (!at_k.ok) {
                 lo = k + 1;
-            else if (k == lo || !place_by(k - 1, probe).ok)
-                lo = hi = k;
-            else
-                hi = k - 1;
+            } else {
+                places_somewhere = true;
+                if (k == lo || !place_by(k - 1, probe).ok) {
+                    if (!req.explain)
+                        return at_k;
+                    lo = hi = k;
+                } else {
+                    hi = k - 1;
+                }
+            }
         }
+    }
+    if (!places_somewhere) {
+        const bool answer = lo == hi && !req.explain;
+        Placement at_last = place_by(times_.size() - 1, answer ? req : probe);
+        if (!at_last.ok)
+            return req.explain ? place_by(times_.size() - 1, req) : at_last;  // with the reason it places nowhere
+        if (answer)
+            return at_last;
     }
     while (lo < hi) {
         const size_t mid = lo + (hi - lo) / 2;

@@ -360,6 +360,7 @@ class PlacementSession {
     Placement earliest_placement(const PlacementRequest& req, int gpus_per_node, const ClusterState& state,
                                  const FreeAt& free_at, int64_t now);
     int64_t likely_start(const PlacementRequest& req, int64_t enough);
+    void fill_usable(bool free_now, int gpn, const FreeGpus& free_gpus);
     JobIntent intent_of(const JobFacts& job);
     int64_t clock_of(const JobFacts& job, int64_t now);
     void replace_model(std::unique_ptr<Model> m);
@@ -408,6 +409,17 @@ class PlacementSession {
     std::vector<int64_t> free_time_;  // per model node: earliest_placement()'s
     std::vector<int64_t> times_;
     std::vector<int> by_free_time_;   // the allowed nodes, soonest free first
+    // earliest_placement()'s free-time order per GPU count asked, kept
+    // between calls: the last free time seen per node and every node seen
+    // ordered by it. Sorted again only when an allowed node's time moved
+    // (a backfill pass asks many jobs with the same GPUs per node of one
+    // cluster state).
+    struct FreeOrder {
+        std::vector<int64_t> time;   // per model node
+        std::vector<uint8_t> known;  // per model node
+        std::vector<int> order;      // the known nodes, soonest free first
+    };
+    std::vector<FreeOrder> free_orders_;  // by GPUs per node
     std::vector<int64_t> domain_times_;  // likely_start()'s
     std::vector<double> started_kw_;  // per domain
     std::vector<double> heat_;        // per domain

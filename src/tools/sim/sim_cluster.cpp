@@ -146,6 +146,9 @@ void Simulator::choose_policy()
     prefer_wait_s = m.policy.prefer_wait_sec;
     prefer_wait = static_cast<double>(prefer_wait_s);
 
+    node_gpus.resize(m.nodes.size());
+    for (size_t n = 0; n < m.nodes.size(); ++n)
+        node_gpus[n] = m.nodes[n].gpus;
     // Nodes nobody may use: down or degraded in the timeline's health.
     node_ok.assign(m.nodes.size(), 1);
     if (tl) {

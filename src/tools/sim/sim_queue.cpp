@@ -468,10 +468,14 @@ int Simulator::will_run_free_at(int head, double now, double& shadow, const uint
     // Memoised per node x GPU count for this state: a pass asks the same
     // ones for every job it plans.
     const size_t width = static_cast<size_t>(gpn) + 1;
-    if (free_ms_memo_version != version || free_ms_memo_running != running_version) {
-        free_ms_memo.assign(m.nodes.size() * width, kUnknownMs);
-        free_ms_memo_version = version;
-        free_ms_memo_running = running_version;
+    if (free_ms_memo_version != version || free_ms_memo_running != running_version || free_ep_now != now) {
+        if (free_ms_memo_version != version || free_ms_memo_running != running_version) {
+            free_ms_memo.assign(m.nodes.size() * width, kUnknownMs);
+            free_ms_memo_version = version;
+            free_ms_memo_running = running_version;
+        }
+        free_ep_memo.assign(m.nodes.size() * width, kUnknownMs);
+        free_ep_now = now;
     }
     auto free_ms = [&](int n, int gpus) {
         if (gpus < 0 || gpus > gpn)
@@ -481,14 +485,26 @@ int Simulator::will_run_free_at(int head, double now, double& shadow, const uint
             ms = node_rel.free_at(n, gpus, node_free[n]);
         return ms;
     };
-    fut_offer.resize(m.nodes.size());
-    for (size_t n = 0; n < m.nodes.size(); ++n)
-        fut_offer[n] = node_ok[n] && m.nodes[n].gpus >= g &&
-                       !(held && (held[n / 64] >> (n % 64) & 1));
-    const int total = static_cast<int>(std::count(fut_offer.begin(), fut_offer.end(), uint8_t(1)));
+    const size_t nn = m.nodes.size();
+    fut_offer.resize(nn);
+    int total = 0;
+    for (size_t n = 0; n < nn; ++n) {
+        const uint8_t in = node_ok[n] & static_cast<uint8_t>(node_gpus[n] >= g) &
+                           static_cast<uint8_t>(!held || !(held[n / 64] >> (n % 64) & 1));
+        fut_offer[n] = in;
+        total += in;
+    }
     const FreeAt free_at = [&](int n, int gpus) {
-        const double t = static_cast<double>(free_ms(n, gpus)) / 1000;
-        return t <= now ? int64_t(0) : epoch(t);
+        auto answer = [&] {
+            const double t = static_cast<double>(free_ms(n, gpus)) / 1000;
+            return t <= now ? int64_t(0) : epoch(t);
+        };
+        if (gpus < 0 || gpus > gpn)
+            return answer();
+        int64_t& ep = free_ep_memo[static_cast<size_t>(n) * width + static_cast<size_t>(gpus)];
+        if (ep == kUnknownMs)
+            ep = answer();
+        return ep;
     };
     const Outcome o = select->decide(facts_of(head), fut_offer, total, [&](int n) { return node_free[n]; },
                                      SelectMode::WillRun, epoch(now), free_at);

@@ -186,6 +186,7 @@ class Simulator {
     double prefer_wait = 0;
 
     std::vector<uint8_t> node_ok;  // not down or degraded in the timeline's health
+    std::vector<int> node_gpus;    // m.nodes[n].gpus, side by side for the per-node loops
     std::vector<Watched> watched;
     int64_t epoch0 = 0;
     bool power_aware = false;   // select/m2g's gate reads the simulated feed (Admission=enforce)
@@ -308,6 +309,10 @@ class Simulator {
     static constexpr int64_t kUnknownMs = INT64_MIN;
     std::vector<int64_t> free_ms_memo;
     uint64_t free_ms_memo_version = 0, free_ms_memo_running = 0;
+    // The same as select/m2g's FreeAt answers (epoch seconds, 0: free by
+    // `free_ep_now`), for the same state and that time.
+    std::vector<int64_t> free_ep_memo;
+    double free_ep_now = -1;
     uint64_t node_end_version = 0;  // the running_version node_rel was built for
     std::vector<std::pair<double, int>> plan_ends_;  // planned_ends()
     uint64_t plan_ends_version = 0;  // the running_version plan_ends_ was built for

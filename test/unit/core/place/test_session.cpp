@@ -289,6 +289,37 @@ TEST_F(Session, WillRunPlansOnTheDomainThatFreesFirst)
               Offer::Refuse);
 }
 
+// The session keeps the nodes' free-time order between will-run answers
+// (a backfill pass asks many jobs of one state); the answer still follows
+// the times of each call, the nodes offered in it, and is the same with
+// and without a reason to write (the probes differ: the simulator's path
+// places its first guess whole).
+TEST_F(Session, WillRunFollowsEachCallsFreeTimesAndOffer)
+{
+    load();
+    free_ = {4, 0, 4, 0, 4, 0, 4, 0};
+    std::vector<int64_t> ends = {0, now_ + 500, 0, now_ + 100, 0, now_ + 300, 0, now_ + 200};
+    const FreeAt free_at = [&](int mi, int) { return ends.at(mi); };
+    const JobFacts f = job("strict:nvlink", 2);
+    auto answer = [&](const std::vector<uint8_t>& offer) {
+        const int total = static_cast<int>(std::count(offer.begin(), offer.end(), uint8_t{1}));
+        return session_.decide(f, offer, total, [this](int mi) { return free_.at(mi); }, SelectMode::WillRun, now_,
+                               free_at);
+    };
+    for (const bool reasons : {true, false}) {
+        session_.set_will_run_reasons(reasons);
+        ends = {0, now_ + 500, 0, now_ + 100, 0, now_ + 300, 0, now_ + 200};
+        EXPECT_EQ(answer(offered_).nodes, (std::vector<int>{2, 3})) << "d2: n4 ends first";
+        ends = {0, now_ + 500, 0, now_ + 400, 0, now_ + 300, 0, now_ + 50};
+        EXPECT_EQ(answer(offered_).nodes, (std::vector<int>{6, 7})) << "the times moved: d4 now";
+        std::vector<uint8_t> held = offered_;
+        held[7] = 0;  // another reservation holds n8
+        EXPECT_EQ(answer(held).nodes, (std::vector<int>{4, 5})) << "d4 is not whole in the offer: d3";
+        EXPECT_EQ(answer(offered_).nodes, (std::vector<int>{6, 7})) << "n8 offered again";
+    }
+    session_.set_will_run_reasons(true);
+}
+
 // A job taking one GPU of a node waits for one GPU, not for the node:
 // the will-run answer plans it where a GPU frees first (NodeReleases, as
 // select/m2g reads slurmctld's running jobs), here n2 at +50 although n2's
