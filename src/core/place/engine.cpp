@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 
 #include "core/base/error.hpp"
@@ -21,6 +22,25 @@ namespace {
 double heat_of(const ClusterState& st, int domain)
 {
     return domain != kNone && static_cast<size_t>(domain) < st.domain_heat.size() ? st.domain_heat[domain] : 0.0;
+}
+
+// How many of the bytes [p, p + len) are not 0, eight at a time: in each
+// 64-bit word, a byte's top bit after ((x & 0x7f..) + 0x7f..) | x says it
+// is not 0; the multiply sums those bits into the top byte.
+int nonzero_bytes(const uint8_t* p, size_t len)
+{
+    constexpr uint64_t low7 = 0x7F7F7F7F7F7F7F7FULL, top = 0x8080808080808080ULL, ones = 0x0101010101010101ULL;
+    int c = 0;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t x;
+        std::memcpy(&x, p + i, sizeof x);
+        const uint64_t nz = (((x & low7) + low7) | x) & top;
+        c += static_cast<int>(((nz >> 7) * ones) >> 56);
+    }
+    for (; i < len; ++i)
+        c += p[i] != 0;
+    return c;
 }
 
 }  // namespace
@@ -51,6 +71,13 @@ Engine::Engine(const Model& m) : m_(m)
     }
     for (Group& g : groups_)
         g.rank = g.nodes.empty() ? 0 : m.nodes[g.nodes.front()].rank;
+    for (size_t n = 0; n < node_group_.size(); ++n) {
+        const int g = node_group_[n];
+        if (!runs_.empty() && runs_.back().group == g && runs_.back().end == static_cast<int>(n))
+            ++runs_.back().end;
+        else
+            runs_.push_back({static_cast<int>(n), static_cast<int>(n) + 1, g});
+    }
 
     children_.resize(m.switches.size());
     for (size_t s = 0; s < m.switches.size(); ++s)
@@ -233,8 +260,12 @@ std::string Engine::count_units(const PlacementRequest& req)
     const int* group_of = node_group_.data();
     int* free = free_.data();
     if (state.node_degraded.empty()) {
-        for (size_t n = 0; n < count; ++n)
-            free[group_of[n]] += use[n] != 0;
+        for (const NodeRun& r : runs_) {
+            if (static_cast<size_t>(r.begin) >= count)
+                break;
+            const size_t end = std::min(static_cast<size_t>(r.end), count);
+            free[r.group] += nonzero_bytes(use + r.begin, end - static_cast<size_t>(r.begin));
+        }
     } else {
         const uint8_t* bad = state.node_degraded.data();
         const size_t known = state.node_degraded.size();

@@ -121,6 +121,13 @@ class Engine {
     const Model& m_;
     std::vector<Group> groups_;
     std::vector<int> node_group_;                 // node -> group
+    // Runs of consecutive node indices in one group (a domain's nodes are
+    // usually numbered together): count_units() counts a run's usable
+    // nodes eight at a time instead of node by node.
+    struct NodeRun {
+        int begin, end, group;
+    };
+    std::vector<NodeRun> runs_;
     std::vector<std::vector<Child>> children_;    // per switch
     std::vector<std::vector<int>> subtree_groups_;  // per switch: every group below
     std::vector<std::vector<int>> by_height_;     // switch indices per height
