@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <sstream>
 
 #include "core/base/error.hpp"
@@ -133,6 +134,36 @@ int Engine::lower_bound(int nodes, int segment) const
         ++used;
     }
     return used;
+}
+
+// Whether the `count` groups with the most units hold `need` units.
+bool Engine::largest_hold(int need, int count) const
+{
+    if (count <= 0)
+        return need <= 0;
+    if (count <= 4) {  // most jobs: a domain or a few; the top few in one pass
+        int top[4] = {0, 0, 0, 0};
+        for (int u : units_) {
+            if (u <= top[count - 1])
+                continue;
+            int i = count - 1;
+            for (; i > 0 && top[i - 1] < u; --i)
+                top[i] = top[i - 1];
+            top[i] = u;
+        }
+        int64_t sum = 0;
+        for (int i = 0; i < count; ++i)
+            sum += top[i];
+        return sum >= need;
+    }
+    largest_.assign(units_.begin(), units_.end());
+    const size_t k = std::min(largest_.size(), static_cast<size_t>(count));
+    std::partial_sort(largest_.begin(), largest_.begin() + static_cast<std::ptrdiff_t>(k), largest_.end(),
+                      std::greater<int>());
+    int64_t sum = 0;
+    for (size_t i = 0; i < k; ++i)
+        sum += largest_[i];
+    return sum >= need;
 }
 
 // Choose groups under switch `sw` for `need` units: fewest groups first
@@ -486,9 +517,20 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
     // Equal fits go to the cooler rack (ClusterState::domain_heat), then
     // to the first in rank order.
     const int group = best_fit_group(need);
-    const int sw = group < 0 ? best_fit_switch(need) : -1;
-
     out.domain_lower_bound = lower_bound(req.nodes, req.segment);
+    const bool must = req.locality == Locality::Strict || (req.locality == Locality::Prefer && !req.fallback);
+    // A probe (answer only) of a job that must span no more domains than
+    // its fewest: when the cluster's largest groups together need more,
+    // no switch can meet that (select_groups() takes a subtree's largest
+    // first, so it never uses fewer groups than the whole cluster's
+    // largest would), and the answer is no without trying each switch.
+    if (group < 0 && req.answer_only && must && req.level == LocalityLevel::NVLink &&
+        !largest_hold(need, out.domain_lower_bound)) {
+        out.wait = WaitCause::NvlinkDomain;
+        out.need = req.nodes;
+        return out;
+    }
+    const int sw = group < 0 ? best_fit_switch(need) : -1;
     // The best a single group offers now, for the waiting reason.
     int most = -1;
     for (size_t g = 0; g < groups_.size(); ++g)
@@ -534,7 +576,6 @@ Placement Engine::place(const PlacementRequest& req, const std::vector<uint8_t>&
     out.score = 1000.0 * std::max(0, out.domains_used - out.domain_lower_bound) +
                 100.0 * std::max<int>(0, static_cast<int>(out.leaves.size()) - 1) + out.leftover;
 
-    const bool must = req.locality == Locality::Strict || (req.locality == Locality::Prefer && !req.fallback);
     if (!out.meets_intent && must) {
         out.ok = false;
         out.wait = req.level == LocalityLevel::NVLink ? WaitCause::NvlinkDomain : WaitCause::Switch;

@@ -108,6 +108,7 @@ class Engine {
     void best_fit_nodes(const Group& gr, int want);
     std::string group_name(int g) const;
     int lower_bound(int nodes, int segment) const;
+    bool largest_hold(int need, int count) const;
     // place()'s steps.
     std::string count_units(const PlacementRequest& req);
     void sum_switch_units();
@@ -140,6 +141,7 @@ class Engine {
     std::vector<std::pair<int, int>> picks_;      // (group, units)
     int best_switch_groups_ = 0;                  // groups best_fit_switch()'s switch would use
     mutable std::vector<uint8_t> taken_;
+    mutable std::vector<int> largest_;  // largest_hold()
     mutable std::vector<uint32_t> leaf_stamp_;  // select_groups(): per switch, the call that used it as a leaf
     mutable uint32_t stamp_ = 0;
     std::vector<int> fit_nodes_;  // best_fit_nodes()
