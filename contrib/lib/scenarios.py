@@ -1216,10 +1216,11 @@ def backtest_study(run, a, clusters, rev):
           "plan, each job for its real run time and at its own drawn power. Every hour of the window, the truth's "
           "state is handed to `make_forecast()`, the function `m2g forecast` runs, as slurmctld and accounting "
           "would show it: running jobs with their nodes, start and time limit; pending jobs in priority order with "
-          "their time limit; the run time / time limit of the last 2,000 jobs that ended; the submissions of the "
+          "their time limit; the run time / time limit (and the limit) of the last 2,000 jobs that ended; the submissions of the "
           "7 days before. Never a job's run time or its drawn power. What it is scored against:", "",
           "| method | predicted start |", "|---|---|",
-          "| m2g | the forecast's start: each job runs the median run time / limit (for a running job, of those above "
+          "| m2g | the forecast's start: each job runs the median run time / limit of the jobs that asked for about "
+          "as long (limits within a factor of 2, widened to 16 until 50 are found; for a running job, of those above "
           "what it has run) x its limit; yesterday's submissions arrive again |",
           "| m2g-p50 | the median start over the %d sample runs, each drawing run times and power |" % samples,
           "| slurm | Slurm's estimate, what `squeue --start` shows: the backfill plan's start (slurmctld "

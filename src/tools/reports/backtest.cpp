@@ -307,6 +307,7 @@ BacktestResult run_backtest(const Model& m, const Trace& trace, const BacktestOp
         ForecastOptions fs = fo;  // Slurm's: every job to its limit, one run, nothing arrives
         fs.past_submissions.clear();
         fs.runtime_ratios.clear();
+        fs.runtime_limits.clear();
         fs.power = nullptr;
         fs.samples = 1;
         fs.horizon_s = fs.step_s;

@@ -17,6 +17,7 @@
 #include <map>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "core/base/error.hpp"
 #include "core/base/hostlist.hpp"
@@ -95,15 +96,62 @@ double ratio_for(const std::vector<double>& sorted, double ran, int sample, uint
     return lo[static_cast<size_t>(z % n)];
 }
 
+// The run time / limit ratios to draw a job's from (ForecastOptions::
+// runtime_limits): those of the past jobs whose limits fell in the job's
+// log2 bin of seconds, widened a bin each side at a time (up to 3) until
+// there are kNear; all of them when that is not enough or the limits are
+// not known. Sorted, as ratio_for() wants them; one list per bin.
+class RatioHistory {
+  public:
+    explicit RatioHistory(const ForecastOptions& o) : all_(o.runtime_ratios)
+    {
+        std::sort(all_.begin(), all_.end());
+        if (o.runtime_limits.size() != o.runtime_ratios.size())
+            return;
+        for (size_t i = 0; i < o.runtime_ratios.size(); ++i)
+            by_bin_[bin(o.runtime_limits[i])].push_back(o.runtime_ratios[i]);
+    }
+    bool empty() const { return all_.empty(); }
+    const std::vector<double>& near(double limit)
+    {
+        if (by_bin_.empty())
+            return all_;
+        const int b = bin(limit);
+        auto [it, added] = near_.try_emplace(b);
+        std::vector<double>& v = it->second;
+        if (added) {
+            auto take = [&](int k) {
+                if (auto f = by_bin_.find(k); f != by_bin_.end())
+                    v.insert(v.end(), f->second.begin(), f->second.end());
+            };
+            take(b);
+            for (int d = 1; d <= 3 && v.size() < kNear; ++d) {
+                take(b - d);
+                take(b + d);
+            }
+            if (v.size() < kNear)
+                v = all_;
+            std::sort(v.begin(), v.end());
+        }
+        return v;
+    }
+
+  private:
+    static constexpr size_t kNear = 50;
+    static int bin(double limit_s) { return std::ilogb(std::max(limit_s, 1.0)); }
+    std::vector<double> all_;
+    std::map<int, std::vector<double>> by_bin_, near_;
+};
+
 // The trace of the cluster now. `override_id`'s topology is
 // `override_topology`. Each job's limit is what is left of its time limit;
 // its duration that (sample 0 without ratios: Slurm's assumption) or, with
-// o.runtime_ratios, its ratio's share of the limit (ratio_for).
+// o.runtime_ratios, its ratio's share of the limit (ratio_for), drawn
+// among the ratios of jobs with limits near its own (RatioHistory).
 Built build_trace(const Model& m, const ClusterView& c, int64_t now, const ForecastOptions& o, uint32_t override_id,
                   const std::string& override_topology, int sample = 0)
 {
-    std::vector<double> ratios = o.runtime_ratios;
-    std::sort(ratios.begin(), ratios.end());
+    RatioHistory ratios(o);
     Built b;
     b.trace.format = "forecast";
     const double t0 = static_cast<double>(now);
@@ -144,7 +192,7 @@ Built build_trace(const Model& m, const ClusterView& c, int64_t now, const Forec
         if (!ratios.empty() && j.state == JobState::Running && j.start_time > 0 && end > t0 + 1) {
             const double limit = end - static_cast<double>(j.start_time), ran = t0 - static_cast<double>(j.start_time);
             if (limit > 0) {
-                const double r = ratio_for(ratios, ran / limit, sample, j.id);
+                const double r = ratio_for(ratios.near(limit), ran / limit, sample, j.id);
                 t.duration = std::clamp(r * limit - ran, 1.0, t.limit);
             }
         }
@@ -168,7 +216,8 @@ Built build_trace(const Model& m, const ClusterView& c, int64_t now, const Forec
         t.id = std::to_string(j->id);
         t.submit = std::max(t0, static_cast<double>(j->begin_time));
         t.limit = j->time_limit_s > 0 ? static_cast<double>(j->time_limit_s) : o.unlimited_s;
-        t.duration = ratios.empty() ? t.limit : std::clamp(ratio_for(ratios, 0, sample, j->id) * t.limit, 1.0, t.limit);
+        t.duration = ratios.empty() ? t.limit
+                                    : std::clamp(ratio_for(ratios.near(t.limit), 0, sample, j->id) * t.limit, 1.0, t.limit);
         t.gpus = j->gpus;
         t.nodes = j->nodes;
         JobIntent in = j->intent;
@@ -197,7 +246,8 @@ Built build_trace(const Model& m, const ClusterView& c, int64_t now, const Forec
             t.id = std::to_string(id);
             t.submit = std::max(t0, static_cast<double>(p.submit + k * period));
             t.limit = p.time_limit_s > 0 ? static_cast<double>(p.time_limit_s) : o.unlimited_s;
-            t.duration = ratios.empty() ? t.limit : std::clamp(ratio_for(ratios, 0, sample, id) * t.limit, 1.0, t.limit);
+            t.duration = ratios.empty() ? t.limit
+                                        : std::clamp(ratio_for(ratios.near(t.limit), 0, sample, id) * t.limit, 1.0, t.limit);
             t.gpus = p.gpus;
             t.nodes = p.nodes;
             JobIntent in = p.intent;
@@ -494,14 +544,16 @@ FlexOffer flex_offer(const Model& m, const Trace& trace, const Signals& tl, cons
 
 void use_history(ForecastOptions& o, const std::vector<JobView>& past, int64_t now, size_t max_ratios)
 {
-    std::vector<std::pair<int64_t, double>> ended;  // (end, ratio)
+    std::vector<std::tuple<int64_t, double, double>> ended;  // (end, ratio, limit)
     const int64_t back = static_cast<int64_t>(std::llround(o.arrival_period_s)) * std::max(1, o.arrival_periods);
     for (const JobView& j : past) {
         if (j.state == JobState::Done && j.start_time > 0 && j.end_time > j.start_time && j.end_time <= now &&
             j.time_limit_s > 0)
-            ended.emplace_back(j.end_time, std::clamp(static_cast<double>(j.end_time - j.start_time) /
-                                                          static_cast<double>(j.time_limit_s),
-                                                      1e-6, 1.0));
+            ended.emplace_back(j.end_time,
+                               std::clamp(static_cast<double>(j.end_time - j.start_time) /
+                                              static_cast<double>(j.time_limit_s),
+                                          1e-6, 1.0),
+                               static_cast<double>(j.time_limit_s));
         if (j.gpus > 0 && j.submit_time < now && j.submit_time >= now - back) {
             ForecastOptions::PastSubmission p;
             p.submit = j.submit_time;
@@ -514,7 +566,10 @@ void use_history(ForecastOptions& o, const std::vector<JobView>& past, int64_t n
     }
     std::sort(ended.begin(), ended.end());
     for (size_t i = ended.size() > max_ratios ? ended.size() - max_ratios : 0; i < ended.size(); ++i)
-        o.runtime_ratios.push_back(ended[i].second);
+    {
+        o.runtime_ratios.push_back(std::get<1>(ended[i]));
+        o.runtime_limits.push_back(std::get<2>(ended[i]));
+    }
 }
 
 FlexRequest parse_flex(std::string_view spec, int64_t start)

@@ -346,6 +346,23 @@ TEST_F(ForecastTest, RunTimesFromHistoryArrivalsAndMeasuredPower)
     o.runtime_ratios = {0.25, 0.3};
     f = make_forecast(m, c, SignalsView{}, kNow, o);
     EXPECT_EQ(of(f, 20).start, kNow + 25 * kMin);
+    // With each ratio's limit known, a job's ratio comes from jobs that
+    // asked for about as long: 60 jobs of 85-min limits ran to them, 60 of
+    // 10 h stopped at 0.75. Pooled, nvl03's job ends at 0.875 of its limit
+    // as above; by limit (every running job's within a factor of 4 of
+    // 85 min), at its limit, 25 min from now.
+    o.runtime_ratios.clear();
+    for (int i = 0; i < 60; ++i) {
+        o.runtime_ratios.push_back(1.0);
+        o.runtime_limits.push_back(85 * kMin);
+        o.runtime_ratios.push_back(0.75);
+        o.runtime_limits.push_back(10 * kHour);
+    }
+    f = make_forecast(m, c, SignalsView{}, kNow, o);
+    EXPECT_EQ(of(f, 20).start, kNow + 25 * kMin);
+    o.runtime_limits.clear();  // not known: all of them
+    f = make_forecast(m, c, SignalsView{}, kNow, o);
+    EXPECT_NEAR(static_cast<double>(of(f, 20).start), static_cast<double>(kNow) + 0.875 * 85 * kMin - kHour, 1.0);
     // Samples draw run times: the P10-P90 start has width, the median within it.
     o.runtime_ratios = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
     o.samples = 20;
