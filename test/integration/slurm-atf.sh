@@ -50,6 +50,14 @@ pass_stock=$(awk '$1 == "RAN" && $2 == "stock" { print $4 }' "$TB_TMP/out")
 pass_m2g=$(awk '$1 == "RAN" && $2 == "m2g" { print $4 }' "$TB_TMP/out")
 ok "(( ${ran_stock:-0} >= 40 ))" "stock: the ATF ran ${ran_stock:-0} tests (not skipped, not errored; at least 40)"
 ok "(( ${pass_stock:-0} >= 40 ))" "stock: ${pass_stock:-0} of them passed"
-is "${pass_m2g:-0}" "${pass_stock:-0}" "with every m2g plugin loaded, as many pass as on stock"
+# At least as many: a test that passes only with m2g loaded is a stock run's
+# flake on this loaded machine (one of 48 failed on stock once in CI), not a
+# regression; the check below names any test that passes on stock only.
+ok "(( ${pass_m2g:-0} >= ${pass_stock:-0} ))" \
+	"with every m2g plugin loaded, at least as many pass as on stock (${pass_m2g:-0} against ${pass_stock:-0})"
+if ((${pass_m2g:-0} > ${pass_stock:-0})); then
+	diag "stock failed a test that passed with m2g loaded:"
+	while read -r line; do diag "  $line"; done < <(grep -v '^RAN ' "$TB_TMP/out" | head -n 20)
+fi
 is "$(grep -c '^REGRESSION ' "$TB_TMP/out")" 0 "no test that passes on stock fails with m2g"
 ok "[[ ! -e /etc/sudoers.d/m2g-slurm-atf && ! -e /etc/profile.d/m2g-slurm-atf.sh ]]" "the sudoers and profile drop-ins the ATF needed are gone again"
