@@ -16,8 +16,9 @@
 #   3. A job that may not preempt (QOS low) still waits for its domain.
 #   4. PreemptMode=CANCEL (QOS lowc): of two 18-node jobs, the younger is
 #      cancelled and the older runs on.
-#   5. PreemptType=preempt/partition_prio (26.05): a job of a partition of a
-#      higher PriorityTier clears the younger of two 18-node jobs.
+#   5. PreemptType=preempt/partition_prio: a job of a partition of a
+#      higher PriorityTier clears the younger of two 18-node jobs (22.05:
+#      after a slurmctld restart, which is how it takes a new PreemptType).
 # shellcheck source=test/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -115,35 +116,44 @@ is "$(job_state "$old")" RUNNING "the older one runs on"
 ok "[[ \$(admin_comment $hi2) == *'preempted=$young '* ]]" "AdminComment names it"
 
 # --- 5. PreemptType=preempt/partition_prio (a partition of a higher PriorityTier) -----
-# The preempt plugin hands select the same candidate list; from 23.11 on a
-# reconfigure starts a new slurmctld, which takes the new PreemptType (22.05
-# needs a restart, which this testbed does not do).
+# The preempt plugin hands select the same candidate list. From 23.11 on a
+# reconfigure starts a new slurmctld, which takes the new PreemptType; 22.05
+# keeps the one it started with until it is restarted, so there slurmctld is
+# stopped and started again on the new slurm.conf (it recovers its state).
 scancel -u "$(id -un)" 2>/dev/null || true
+check "every node idle again" tb_wait_for "36 idle nodes" 60 all_idle
+tb_write "$TB_DIR/etc/slurm.conf" < <(sed 's|^PreemptType=.*|PreemptType=preempt/partition_prio|' \
+	"$TB_DIR/etc/slurm.conf"
+	echo "PartitionName=lo Nodes=ALL PriorityTier=1 PreemptMode=REQUEUE State=UP"
+	echo "PartitionName=hi Nodes=ALL PriorityTier=10 State=UP")
 if tb_slurm_reexecs; then
-	check "every node idle again" tb_wait_for "36 idle nodes" 60 all_idle
-	tb_write "$TB_DIR/etc/slurm.conf" < <(sed 's|^PreemptType=.*|PreemptType=preempt/partition_prio|' \
-		"$TB_DIR/etc/slurm.conf"
-		echo "PartitionName=lo Nodes=ALL PriorityTier=1 PreemptMode=REQUEUE State=UP"
-		echo "PartitionName=hi Nodes=ALL PriorityTier=10 State=UP")
 	tb_reconfigure_m2g "slurmctld reconfigured with preempt/partition_prio and partitions lo and hi"
-	is "$(scontrol show config | awk '$1 == "PreemptType" { print $3 }')" preempt/partition_prio \
-		"slurmctld runs preempt/partition_prio"
-	sub p_old -p lo -N18 --gres=gpu:4 --m2g-topology=strict:nvlink --wrap 'sleep 900'
-	wait_job_state "$p_old" RUNNING 60 || true
-	sleep 4
-	sub p_young -p lo -N18 --gres=gpu:4 --m2g-topology=strict:nvlink --wrap 'sleep 900'
-	check "two 18-node jobs of partition lo fill both racks" wait_job_state "$p_young" RUNNING 60
-	young_rack=$(rack_of "$p_young")
-	sub p_hi -p hi -N18 --gres=gpu:4 --m2g-topology=strict:nvlink --wrap 'sleep 30'
-	check "a strict 18-node job of partition hi starts by preemption" wait_job_state "$p_hi" RUNNING 90
-	is "$(rack_of "$p_hi")" "$young_rack" "it took the younger job's rack (the least work lost)"
-	st=$(job_state "$p_young")
-	ok "[[ $st == PENDING || $st == REQUEUED* || $st == COMPLETING ]]" "the younger lo job was requeued (state $st)"
-	is "$(job_state "$p_old")" RUNNING "the older lo job runs on"
-	ok "[[ \$(admin_comment $p_hi) == *'preempted=$p_young '* ]]" "AdminComment names the job evicted"
 else
-	skip "preempt/partition_prio" "Slurm $(tb_slurm_release) takes a new PreemptType only at a restart"
+	check "slurmctld restarted with preempt/partition_prio and partitions lo and hi" \
+		eval '"$M2G_TESTBED" stop slurmctld --dir "$TB_DIR" >/dev/null &&
+			"$M2G_TESTBED" start slurmctld --dir "$TB_DIR" >/dev/null'
+	# The slurmds keep the old slurm.conf: partitions and PreemptType are
+	# slurmctld's alone. Make them read the new one so no node is flagged
+	# for a configuration that differs.
+	scontrol reconfigure >/dev/null 2>&1 || true
 fi
+is "$(scontrol show config | awk '$1 == "PreemptType" { print $3 }')" preempt/partition_prio \
+	"slurmctld runs preempt/partition_prio"
+check "partitions lo and hi are up" tb_wait_for "partitions lo and hi" 30 \
+	eval 'sinfo -h -p lo,hi -o %P | sort | tr "\n" " " | grep -q "hi lo"'
+sub p_old -p lo -N18 --gres=gpu:4 --m2g-topology=strict:nvlink --wrap 'sleep 900'
+wait_job_state "$p_old" RUNNING 60 || true
+sleep 4
+sub p_young -p lo -N18 --gres=gpu:4 --m2g-topology=strict:nvlink --wrap 'sleep 900'
+check "two 18-node jobs of partition lo fill both racks" wait_job_state "$p_young" RUNNING 60
+young_rack=$(rack_of "$p_young")
+sub p_hi -p hi -N18 --gres=gpu:4 --m2g-topology=strict:nvlink --wrap 'sleep 30'
+check "a strict 18-node job of partition hi starts by preemption" wait_job_state "$p_hi" RUNNING 90
+is "$(rack_of "$p_hi")" "$young_rack" "it took the younger job's rack (the least work lost)"
+st=$(job_state "$p_young")
+ok "[[ $st == PENDING || $st == REQUEUED* || $st == COMPLETING ]]" "the younger lo job was requeued (state $st)"
+is "$(job_state "$p_old")" RUNNING "the older lo job runs on"
+ok "[[ \$(admin_comment $p_hi) == *'preempted=$p_young '* ]]" "AdminComment names the job evicted"
 
 scancel -u "$(id -un)" 2>/dev/null || true
 done_testing
